@@ -1,0 +1,505 @@
+/*
+ * engine.c
+ *		The engine's driver: method choice, worker threads, work queue and
+ *		the hand-over of pair batches to the caller's thread.
+ *
+ * Workers only compute.  Everything that may call into the host (emit and
+ * poll) happens on the caller's thread, which holds no lock while it does,
+ * so a longjmp out of a callback leaves nothing locked and
+ * tc_join_destroy can always stop and join the workers.
+ */
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+
+/* How long the caller's thread sleeps between polls, at most. */
+#define TC_POLL_NSEC (20 * 1000 * 1000)
+
+void
+tc_set_error(TcError *err, TcStatus status, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (err == NULL)
+		return;
+	err->status = status;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+}
+
+double
+tc_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+int
+tc_cpu_count(void)
+{
+	long		n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : (int) n;
+}
+
+const char *
+tc_status_name(TcStatus status)
+{
+	switch (status)
+	{
+		case TC_OK:
+			return "ok";
+		case TC_STOPPED:
+			return "stopped";
+		case TC_ERR_NOMEM:
+			return "out of memory";
+		case TC_ERR_INVALID:
+			return "invalid argument";
+		case TC_ERR_NO_GPU:
+			return "no usable GPU";
+		case TC_ERR_INTERNAL:
+			return "internal error";
+	}
+	return "unknown status";
+}
+
+double
+tc_sq_threshold(double eps)
+{
+	double		t;
+
+	if (!(eps >= 0.0))
+		return -1.0;			/* nothing is within a negative or NaN eps */
+	t = eps * eps;
+	if (isinf(t))
+		t = DBL_MAX;
+	/* eps * eps is within an ulp or two of the answer; walk to it. */
+	while (t > 0.0 && sqrt(t) > eps)
+		t = nextafter(t, 0.0);
+	while (t < DBL_MAX && sqrt(nextafter(t, INFINITY)) <= eps)
+		t = nextafter(t, INFINITY);
+	return t;
+}
+
+static TcStatus
+check_points(const TcPoints *p, const char *which, TcError *err)
+{
+	if (p->n < 0 || p->d < 1 || (p->n > 0 && p->data == NULL) ||
+		(p->type != TC_FLOAT4 && p->type != TC_FLOAT8))
+	{
+		tc_set_error(err, TC_ERR_INVALID, "invalid point set %s (n=%lld, d=%d)",
+					 which, (long long) p->n, (int) p->d);
+		return TC_ERR_INVALID;
+	}
+	return TC_OK;
+}
+
+TcJoin *
+tc_join_create(const TcPoints *a, const TcPoints *b, const TcJoinParams *params,
+			   TcError *err)
+{
+	TcJoin	   *join;
+	TcStatus	st;
+	double		t0;
+
+	if (err)
+	{
+		err->status = TC_OK;
+		err->message[0] = '\0';
+	}
+	if (a == NULL || params == NULL ||
+		check_points(a, "a", err) != TC_OK ||
+		(b != NULL && check_points(b, "b", err) != TC_OK))
+	{
+		if (err && err->status == TC_OK)
+			tc_set_error(err, TC_ERR_INVALID, "missing point set or parameters");
+		return NULL;
+	}
+	if (b != NULL && (b->d != a->d || b->type != a->type))
+	{
+		tc_set_error(err, TC_ERR_INVALID,
+					 "point sets differ in dimensions or type (%d and %d)",
+					 (int) a->d, (int) b->d);
+		return NULL;
+	}
+	if (!(params->eps >= 0.0) || isinf(params->eps))
+	{
+		tc_set_error(err, TC_ERR_INVALID, "eps must be finite and non-negative");
+		return NULL;
+	}
+	if (params->device == TC_DEVICE_GPU)
+	{
+		tc_set_error(err, TC_ERR_NO_GPU, "tcjoin was built without CUDA support");
+		return NULL;
+	}
+
+	join = calloc(1, sizeof(TcJoin));
+	if (join == NULL)
+	{
+		tc_set_error(err, TC_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	join->a = *a;
+	join->b = b ? *b : *a;
+	join->self = (b == NULL);
+	join->params = *params;
+	if (join->params.threads < 1)
+		join->params.threads = 1;
+	join->thr = tc_sq_threshold(params->eps);
+	atomic_init(&join->next_item, 0);
+	atomic_init(&join->stop, false);
+	atomic_init(&join->worker_error, TC_OK);
+	join->stats.device = "cpu";
+	join->stats.threads = join->params.threads;
+
+	t0 = tc_now();
+	switch (params->method)
+	{
+		case TC_METHOD_BRUTE:
+			st = tc_brute_prepare(join, err);
+			break;
+		case TC_METHOD_GRID:
+			st = tc_grid_prepare(join, false, err);
+			break;
+		case TC_METHOD_AUTO:
+		default:
+			st = tc_grid_prepare(join, true, err);
+			break;
+	}
+	join->stats.index_seconds = tc_now() - t0;
+	if (st != TC_OK)
+	{
+		tc_join_destroy(join);
+		return NULL;
+	}
+	join->stats.method = join->backend->name;
+	return join;
+}
+
+void
+tc_join_get_stats(const TcJoin *join, TcJoinStats *stats)
+{
+	*stats = join->stats;
+}
+
+/* Caller holds join->mu. */
+static TcBatch *
+take_free_batch_locked(TcJoin *join)
+{
+	TcBatch    *b;
+
+	while (join->free_list == NULL && !tc_should_stop(join))
+		pthread_cond_wait(&join->free_cv, &join->mu);
+	if (join->free_list == NULL)
+		return NULL;
+	b = join->free_list;
+	join->free_list = b->next;
+	b->next = NULL;
+	b->count = 0;
+	return b;
+}
+
+static void
+push_full_locked(TcJoin *join, TcBatch *b)
+{
+	b->next = NULL;
+	if (join->full_tail)
+		join->full_tail->next = b;
+	else
+		join->full_head = b;
+	join->full_tail = b;
+	pthread_cond_signal(&join->full_cv);
+}
+
+bool
+tc_worker_flush(TcWorker *w)
+{
+	TcJoin	   *join = w->join;
+
+	pthread_mutex_lock(&join->mu);
+	if (w->batch && w->batch->count > 0)
+	{
+		push_full_locked(join, w->batch);
+		w->batch = take_free_batch_locked(join);
+	}
+	pthread_mutex_unlock(&join->mu);
+	if (w->batch == NULL)
+	{
+		/* Stopped while waiting: give the caller a sink that drops pairs. */
+		return false;
+	}
+	return !tc_should_stop(join);
+}
+
+static void *
+worker_main(void *arg)
+{
+	TcWorker   *w = arg;
+	TcJoin	   *join = w->join;
+
+	for (;;)
+	{
+		int64_t		item;
+
+		if (tc_should_stop(join) || w->batch == NULL)
+			break;
+		item = atomic_fetch_add_explicit(&join->next_item, 1, memory_order_relaxed);
+		if (item >= join->nitems)
+			break;
+		join->backend->run_item(join, w, item);
+	}
+
+	pthread_mutex_lock(&join->mu);
+	if (w->batch)
+	{
+		if (w->batch->count > 0 && !tc_should_stop(join))
+			push_full_locked(join, w->batch);
+		else
+		{
+			w->batch->next = join->free_list;
+			join->free_list = w->batch;
+		}
+		w->batch = NULL;
+	}
+	join->workers_done++;
+	pthread_cond_signal(&join->full_cv);
+	pthread_mutex_unlock(&join->mu);
+	return NULL;
+}
+
+/* Ask workers to stop and wake any that wait. */
+static void
+request_stop(TcJoin *join)
+{
+	atomic_store(&join->stop, true);
+	if (join->sync_init)
+	{
+		pthread_mutex_lock(&join->mu);
+		pthread_cond_broadcast(&join->free_cv);
+		pthread_cond_broadcast(&join->full_cv);
+		pthread_mutex_unlock(&join->mu);
+	}
+}
+
+static void
+join_workers(TcJoin *join)
+{
+	for (int i = 0; i < join->nworkers; i++)
+	{
+		if (join->workers[i].started)
+		{
+			pthread_join(join->workers[i].thread, NULL);
+			join->workers[i].started = false;
+			join->stats.candidates += join->workers[i].candidates;
+			join->workers[i].candidates = 0;
+		}
+	}
+}
+
+static TcStatus
+setup_workers(TcJoin *join, TcError *err)
+{
+	int			nworkers = join->params.threads;
+
+	/* No more threads than work items. */
+	if (nworkers > join->nitems)
+		nworkers = join->nitems > 0 ? (int) join->nitems : 1;
+	join->stats.threads = nworkers;
+
+	if (pthread_mutex_init(&join->mu, NULL) != 0 ||
+		pthread_cond_init(&join->full_cv, NULL) != 0 ||
+		pthread_cond_init(&join->free_cv, NULL) != 0)
+	{
+		tc_set_error(err, TC_ERR_INTERNAL, "could not initialise thread synchronisation");
+		return TC_ERR_INTERNAL;
+	}
+	join->sync_init = true;
+
+	/* Two batches per worker in flight plus two being drained. */
+	join->nbatches = 2 * nworkers + 2;
+	join->all_batches = calloc(join->nbatches, sizeof(TcBatch *));
+	join->workers = calloc(nworkers, sizeof(TcWorker));
+	if (join->all_batches == NULL || join->workers == NULL)
+		goto nomem;
+	for (int i = 0; i < join->nbatches; i++)
+	{
+		TcBatch    *b = malloc(sizeof(TcBatch));
+
+		if (b == NULL)
+			goto nomem;
+		join->all_batches[i] = b;
+		b->count = 0;
+		b->next = join->free_list;
+		join->free_list = b;
+	}
+	join->nworkers = nworkers;
+	for (int i = 0; i < nworkers; i++)
+	{
+		TcWorker   *w = &join->workers[i];
+
+		w->join = join;
+		w->batch = join->free_list;
+		join->free_list = w->batch->next;
+		w->batch->next = NULL;
+	}
+	return TC_OK;
+
+nomem:
+	tc_set_error(err, TC_ERR_NOMEM, "out of memory allocating result batches");
+	return TC_ERR_NOMEM;
+}
+
+TcStatus
+tc_join_run(TcJoin *join, const TcSink *sink, TcError *err)
+{
+	TcStatus	st;
+	double		t0 = tc_now();
+	int			started = 0;
+	bool		stopped = false;
+
+	if (err)
+	{
+		err->status = TC_OK;
+		err->message[0] = '\0';
+	}
+	if (join->ran)
+	{
+		tc_set_error(err, TC_ERR_INVALID, "a join can run only once");
+		return TC_ERR_INVALID;
+	}
+	join->ran = true;
+
+	st = setup_workers(join, err);
+	if (st != TC_OK)
+		return st;
+
+	for (int i = 0; i < join->nworkers; i++)
+	{
+		if (pthread_create(&join->workers[i].thread, NULL, worker_main,
+						   &join->workers[i]) != 0)
+			break;
+		join->workers[i].started = true;
+		started++;
+	}
+	if (started == 0)
+	{
+		tc_set_error(err, TC_ERR_INTERNAL, "could not start a worker thread: %s",
+					 strerror(errno));
+		return TC_ERR_INTERNAL;
+	}
+	if (started < join->nworkers)
+	{
+		/* Workers that never started count as done; the rest do their work. */
+		pthread_mutex_lock(&join->mu);
+		join->workers_done += join->nworkers - started;
+		for (int i = started; i < join->nworkers; i++)
+		{
+			join->workers[i].batch->next = join->free_list;
+			join->free_list = join->workers[i].batch;
+			join->workers[i].batch = NULL;
+		}
+		pthread_mutex_unlock(&join->mu);
+		join->stats.threads = started;
+	}
+
+	for (;;)
+	{
+		TcBatch    *b;
+		bool		finished;
+
+		pthread_mutex_lock(&join->mu);
+		if (join->full_head == NULL && join->workers_done < join->nworkers)
+		{
+			struct timespec deadline;
+
+			clock_gettime(CLOCK_REALTIME, &deadline);
+			deadline.tv_nsec += TC_POLL_NSEC;
+			if (deadline.tv_nsec >= 1000000000L)
+			{
+				deadline.tv_sec++;
+				deadline.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&join->full_cv, &join->mu, &deadline);
+		}
+		b = join->full_head;
+		if (b)
+		{
+			join->full_head = b->next;
+			if (join->full_head == NULL)
+				join->full_tail = NULL;
+		}
+		finished = (b == NULL && join->workers_done == join->nworkers);
+		pthread_mutex_unlock(&join->mu);
+
+		if (b)
+		{
+			/* No lock is held here: emit may longjmp. */
+			int			rc = sink->emit(sink->arg, b->pairs, b->count);
+
+			join->stats.pairs += b->count;
+			pthread_mutex_lock(&join->mu);
+			b->next = join->free_list;
+			join->free_list = b;
+			pthread_cond_signal(&join->free_cv);
+			pthread_mutex_unlock(&join->mu);
+			if (rc != 0)
+			{
+				stopped = true;
+				break;
+			}
+		}
+		if (finished)
+			break;
+		if (sink->poll && sink->poll(sink->arg) != 0)
+		{
+			stopped = true;
+			break;
+		}
+	}
+
+	if (stopped)
+		request_stop(join);
+	join_workers(join);
+	join->stats.join_seconds = tc_now() - t0;
+
+	st = (TcStatus) atomic_load(&join->worker_error);
+	if (st != TC_OK)
+	{
+		tc_set_error(err, st, "a worker failed: %s", tc_status_name(st));
+		return st;
+	}
+	return stopped ? TC_STOPPED : TC_OK;
+}
+
+void
+tc_join_destroy(TcJoin *join)
+{
+	if (join == NULL)
+		return;
+	request_stop(join);
+	join_workers(join);
+	if (join->backend && join->backend->free_state)
+		join->backend->free_state(join);
+	for (int i = 0; i < join->nbatches; i++)
+		free(join->all_batches[i]);
+	free(join->all_batches);
+	free(join->workers);
+	if (join->sync_init)
+	{
+		pthread_mutex_destroy(&join->mu);
+		pthread_cond_destroy(&join->full_cv);
+		pthread_cond_destroy(&join->free_cv);
+	}
+	free(join);
+}

@@ -1,0 +1,168 @@
+/*
+ * engine.h
+ *		The tcjoin join engine: point sets in, pair batches out.
+ *
+ * This header is the one interface between the PostgreSQL glue and the join
+ * back ends (CPU grid, CPU brute force, and the CUDA back ends).  It must not
+ * include PostgreSQL headers: the engine is built and tested on its own.
+ *
+ * Contract (every exact mode, every back end): a pair (i, j) is returned iff
+ *		s = sum over k = 0 .. d-1 of ((double) a_k - (double) b_k)^2,
+ * accumulated in float8 in index order with no fused multiply-add, satisfies
+ * sqrt(s) <= eps, and the returned dist is sqrt(s) bit for bit.
+ */
+#ifndef TCJOIN_ENGINE_H
+#define TCJOIN_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Element type of a point matrix, as stored by the caller. */
+typedef enum TcElemType
+{
+	TC_FLOAT4 = 4,
+	TC_FLOAT8 = 8
+} TcElemType;
+
+/*
+ * A point set: n points of d coordinates, row-major and contiguous.  All
+ * coordinates must be finite (the loader rejects NaN and infinity).  The
+ * engine never writes to it and never frees it.
+ */
+typedef struct TcPoints
+{
+	const void *data;
+	int64_t		n;
+	int32_t		d;
+	TcElemType	type;
+} TcPoints;
+
+typedef enum TcMethod
+{
+	TC_METHOD_AUTO = 0,
+	TC_METHOD_GRID,
+	TC_METHOD_BRUTE
+} TcMethod;
+
+typedef enum TcDevice
+{
+	TC_DEVICE_AUTO = 0,
+	TC_DEVICE_CPU,
+	TC_DEVICE_GPU
+} TcDevice;
+
+typedef struct TcJoinParams
+{
+	double		eps;			/* finite, >= 0 */
+	TcMethod	method;
+	TcDevice	device;
+	bool		exact;			/* false: approximate arithmetic allowed */
+	bool		include_self;	/* self-join only: also emit (i, i, 0) */
+	int			threads;		/* CPU compute threads, >= 1 */
+} TcJoinParams;
+
+/*
+ * One result pair.  a indexes the first point set, b the second (or the same
+ * one in a self-join, where each unordered pair appears once, in either
+ * order).
+ */
+typedef struct TcPair
+{
+	int64_t		a;
+	int64_t		b;
+	double		dist;
+} TcPair;
+
+/*
+ * Where pairs go.  Both callbacks run only on the thread that called
+ * tc_join_run, never on a worker thread, so they may call into the host
+ * (PostgreSQL).  They may also leave by longjmp (an error or a cancel): the
+ * join is then abandoned mid-run, and the caller must still call
+ * tc_join_destroy, which stops and joins every worker.
+ *
+ * emit: a batch of pairs; return nonzero to stop the join early.
+ * poll: called at least every 20 ms while the join runs; return nonzero to
+ *		 stop the join.
+ */
+typedef struct TcSink
+{
+	int			(*emit) (void *arg, const TcPair *pairs, size_t count);
+	int			(*poll) (void *arg);
+	void	   *arg;
+} TcSink;
+
+typedef enum TcStatus
+{
+	TC_OK = 0,
+	TC_STOPPED,					/* a sink callback asked to stop */
+	TC_ERR_NOMEM,
+	TC_ERR_INVALID,
+	TC_ERR_NO_GPU,
+	TC_ERR_INTERNAL
+} TcStatus;
+
+typedef struct TcError
+{
+	TcStatus	status;
+	char		message[256];
+} TcError;
+
+/* What a join did; filled in as it goes. */
+typedef struct TcJoinStats
+{
+	const char *device;			/* "cpu" or "gpu" */
+	const char *method;			/* "grid" or "brute" */
+	int			threads;
+	int			grid_dims;		/* dimensions indexed (grid only) */
+	int			grid_dim_ids[8];	/* which dimensions, 0-based */
+	int64_t		cells;			/* non-empty grid cells */
+	uint64_t	candidates;		/* pairs whose distance was evaluated */
+	uint64_t	pairs;			/* pairs emitted */
+	double		index_seconds;	/* building the index (or blocks) */
+	double		join_seconds;	/* from first work to last pair emitted */
+} TcJoinStats;
+
+typedef struct TcJoin TcJoin;
+
+/*
+ * Prepare a join of a with b (b == NULL: self-join of a).  Builds whatever
+ * index the chosen method needs.  Returns NULL and fills err on failure.
+ * The point sets must outlive the join.
+ */
+extern TcJoin *tc_join_create(const TcPoints *a, const TcPoints *b,
+							  const TcJoinParams *params, TcError *err);
+
+/*
+ * Run the join, sending every pair to sink.  Returns TC_OK, TC_STOPPED, or an
+ * error status with err filled in.  A join runs at most once.
+ */
+extern TcStatus tc_join_run(TcJoin *join, const TcSink *sink, TcError *err);
+
+/* Current statistics (valid after create, complete after run). */
+extern void tc_join_get_stats(const TcJoin *join, TcJoinStats *stats);
+
+/*
+ * Stop any running workers, wait for them, and free everything the join
+ * owns.  Safe at any point after tc_join_create, including after a longjmp
+ * out of tc_join_run.  NULL is a no-op.
+ */
+extern void tc_join_destroy(TcJoin *join);
+
+/*
+ * The largest float8 s with sqrt(s) <= eps.  Since sqrt is correctly rounded
+ * and monotone, sqrt(s) <= eps iff s <= tc_sq_threshold(eps), so partial sums
+ * can be compared against it without a square root.
+ */
+extern double tc_sq_threshold(double eps);
+
+/* Monotonic clock, in seconds. */
+extern double tc_now(void);
+
+/* Number of online CPUs (at least 1). */
+extern int	tc_cpu_count(void);
+
+/* Name of a status, for messages. */
+extern const char *tc_status_name(TcStatus status);
+
+#endif							/* TCJOIN_ENGINE_H */

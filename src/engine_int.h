@@ -1,0 +1,122 @@
+/*
+ * engine_int.h
+ *		What the engine's driver (engine.c) shares with its CPU back ends.
+ *
+ * The driver owns the worker threads, the work queue and the output
+ * batches; a back end owns its index and knows how to run one work item.
+ */
+#ifndef TCJOIN_ENGINE_INT_H
+#define TCJOIN_ENGINE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "engine.h"
+
+/* Pairs per output batch: large enough to amortise the hand-over. */
+#define TC_BATCH_PAIRS 8192
+
+typedef struct TcBatch
+{
+	struct TcBatch *next;
+	size_t		count;
+	TcPair		pairs[TC_BATCH_PAIRS];
+} TcBatch;
+
+typedef struct TcWorker TcWorker;
+
+/* A CPU back end: an index built in create, work items run by workers. */
+typedef struct TcBackend
+{
+	const char *name;
+	/* Run work item `item` (0 .. nitems-1) on worker w. */
+	void		(*run_item) (TcJoin *join, TcWorker *w, int64_t item);
+	/* Free the back end's state (join->state). */
+	void		(*free_state) (TcJoin *join);
+} TcBackend;
+
+struct TcWorker
+{
+	TcJoin	   *join;
+	pthread_t	thread;
+	bool		started;
+	TcBatch    *batch;			/* being filled; NULL once stopped */
+	uint64_t	candidates;
+};
+
+struct TcJoin
+{
+	TcPoints	a;
+	TcPoints	b;				/* == a for a self-join */
+	bool		self;
+	TcJoinParams params;
+	double		thr;			/* tc_sq_threshold(eps) */
+	TcJoinStats stats;
+
+	const TcBackend *backend;
+	void	   *state;
+	int64_t		nitems;
+	atomic_int_fast64_t next_item;
+
+	/* Threads and output hand-over. */
+	int			nworkers;
+	TcWorker   *workers;
+	pthread_mutex_t mu;
+	pthread_cond_t full_cv;		/* main thread waits: a batch is full */
+	pthread_cond_t free_cv;		/* workers wait: a batch is free */
+	bool		sync_init;
+	TcBatch    *free_list;
+	TcBatch    *full_head;
+	TcBatch    *full_tail;
+	TcBatch   **all_batches;	/* every batch, for freeing */
+	int			nbatches;
+	int			workers_done;
+	atomic_bool stop;			/* set on early stop, cancel or destroy */
+	atomic_int	worker_error;	/* a TcStatus set by a failing worker */
+	bool		ran;
+};
+
+/* Hand the worker's batch to the main thread; false when told to stop. */
+extern bool tc_worker_flush(TcWorker *w);
+
+/* Append one pair; false when the join must stop. */
+static inline bool
+tc_emit(TcWorker *w, int64_t a, int64_t b, double dist)
+{
+	TcBatch    *batch = w->batch;
+
+	batch->pairs[batch->count].a = a;
+	batch->pairs[batch->count].b = b;
+	batch->pairs[batch->count].dist = dist;
+	if (++batch->count == TC_BATCH_PAIRS)
+		return tc_worker_flush(w);
+	return true;
+}
+
+static inline bool
+tc_should_stop(TcJoin *join)
+{
+	return atomic_load_explicit(&join->stop, memory_order_relaxed);
+}
+
+/* Error helpers. */
+extern void tc_set_error(TcError *err, TcStatus status, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
+
+/*
+ * Back ends: set join->backend, join->state and join->nitems.  With
+ * allow_brute (method 'auto'), the grid's planner may hand the join to the
+ * brute-force back end when its cost model says that is cheaper.
+ */
+extern TcStatus tc_grid_prepare(TcJoin *join, bool allow_brute, TcError *err);
+extern TcStatus tc_brute_prepare(TcJoin *join, TcError *err);
+
+/* Cost units shared by the planners: roughly nanoseconds on one core. */
+#define TC_COST_PAIR	2.0		/* per candidate pair, besides its dims */
+#define TC_COST_DIM		0.7		/* per dimension of a candidate pair */
+
+/* Estimated cost of the brute-force join of join->a with join->b. */
+extern double tc_brute_cost(const TcJoin *join);
+
+#endif							/* TCJOIN_ENGINE_INT_H */

@@ -1,0 +1,455 @@
+/*
+ * load.c
+ *		Read the vector column into a contiguous n x d matrix.
+ *
+ * Rows are read through SPI with the caller's rights: the query names the
+ * relation and columns (quoted, never pasted), so table and column
+ * privileges and row-level security apply exactly as for the user's own
+ * SELECT.  Tuples stream into a DestReceiver that copies each vector
+ * straight into the matrix: no per-row allocation, no tuple copies.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "tcop/dest.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/syscache.h"
+
+#include "load.h"
+
+typedef struct LoadReceiver
+{
+	DestReceiver pub;
+	MemoryContext mcxt;
+	TcLoaded   *out;
+	Oid			id_type;
+	TcElemType	type;
+	int32		d;				/* 0 until the first row */
+	int64		n;
+	int64		cap;
+	char	   *data;
+	int64	   *ids;
+} LoadReceiver;
+
+/* An array's header fields sit after its 4-byte length word. */
+#define ARRAY_BODY_NDIM 0
+#define ARRAY_BODY_DATAOFFSET 4
+#define ARRAY_BODY_DIMS 12
+
+static int32
+read_int32(const char *p)
+{
+	int32		v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static void
+grow(LoadReceiver *r)
+{
+	int64		newcap = r->cap > 0 ? r->cap * 2 : 1024;
+	Size		rowbytes = (Size) r->d * (Size) r->type;
+
+	if ((double) newcap * (double) rowbytes > (double) MaxAllocHugeSize ||
+		(double) newcap * sizeof(int64) > (double) MaxAllocHugeSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("point set too large: more than %lld vectors of %d dimensions",
+						(long long) r->n, r->d)));
+	if (r->data == NULL)
+	{
+		r->data = MemoryContextAllocExtended(r->mcxt, newcap * rowbytes,
+											 MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+		r->ids = MemoryContextAllocExtended(r->mcxt, newcap * sizeof(int64),
+											MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+	}
+	else
+	{
+		/* repalloc_huge raises its own out-of-memory error. */
+		r->data = repalloc_huge(r->data, newcap * rowbytes);
+		r->ids = repalloc_huge(r->ids, newcap * sizeof(int64));
+	}
+	if (r->data == NULL || r->ids == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory loading vectors"),
+				 errdetail("Failed to allocate room for %lld vectors of %d dimensions.",
+						   (long long) newcap, r->d)));
+	r->cap = newcap;
+}
+
+/* Copy one vector into row r->n, checking its shape and values. */
+static void
+append_vector(LoadReceiver *r, Datum datum, int64 id)
+{
+	struct varlena *v = (struct varlena *) DatumGetPointer(datum);
+	struct varlena *detoasted = NULL;
+	const char *body;
+	Size		len;
+	int32		ndim;
+	int32		dataoffset;
+	int32		dim;
+	const char *values;
+	char	   *dst;
+	Size		rowbytes;
+
+	/* Compressed, external or expanded: flatten (rare for short vectors). */
+	if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v))
+		v = detoasted = pg_detoast_datum(v);
+	if (VARATT_IS_SHORT(v))
+	{
+		body = VARDATA_SHORT(v);
+		len = VARSIZE_SHORT(v) - VARHDRSZ_SHORT;
+	}
+	else
+	{
+		body = VARDATA(v);
+		len = VARSIZE(v) - VARHDRSZ;
+	}
+	if (len < ARRAY_BODY_DIMS)
+		elog(ERROR, "invalid array in column \"%s\"", r->out->vec_column);
+	ndim = read_int32(body + ARRAY_BODY_NDIM);
+	dataoffset = read_int32(body + ARRAY_BODY_DATAOFFSET);
+	if (ndim == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("vector must have at least 1 dimension"),
+				 errdetail("Row with id %lld has an empty array.", (long long) id)));
+	if (ndim != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("vector must be a one-dimensional array"),
+				 errdetail("Row with id %lld has a %d-dimensional array.",
+						   (long long) id, ndim)));
+	dim = read_int32(body + ARRAY_BODY_DIMS);
+
+	if (dataoffset != 0)
+	{
+		/* A null bitmap follows dims[] and lbound[]; any clear bit is NULL. */
+		const bits8 *bitmap = (const bits8 *) (body + ARRAY_BODY_DIMS + 2 * sizeof(int32));
+
+		for (int32 i = 0; i < dim; i++)
+			if ((bitmap[i / 8] & (1 << (i % 8))) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("NULL not allowed in vector"),
+						 errdetail("Row with id %lld has a NULL at element %d.",
+								   (long long) id, i + 1)));
+		values = body + dataoffset - VARHDRSZ;
+	}
+	else
+		values = body + ARR_OVERHEAD_NONULLS(1) - VARHDRSZ;
+
+	if (r->d == 0)
+	{
+		if (dim > 1000000)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("vector cannot have more than %d dimensions", 1000000)));
+		r->d = dim;
+	}
+	else if (dim != r->d)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("different vector dimensions %d and %d", r->d, dim),
+				 errdetail("Row with id %lld has %d dimensions; the rows before it have %d.",
+						   (long long) id, dim, r->d)));
+	rowbytes = (Size) dim * (Size) r->type;
+	if (values + rowbytes > body + len)
+		elog(ERROR, "invalid array in column \"%s\"", r->out->vec_column);
+
+	if (r->n == r->cap)
+		grow(r);
+	dst = r->data + (Size) r->n * rowbytes;
+	memcpy(dst, values, rowbytes);
+	r->ids[r->n] = id;
+
+	/* Copy first, then check the aligned copy. */
+	for (int32 i = 0; i < dim; i++)
+	{
+		double		x = r->type == TC_FLOAT4 ? (double) ((float *) dst)[i] : ((double *) dst)[i];
+
+		if (isnan(x))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("NaN not allowed in vector"),
+					 errdetail("Row with id %lld has NaN at element %d.",
+							   (long long) id, i + 1)));
+		if (isinf(x))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("infinite value not allowed in vector"),
+					 errdetail("Row with id %lld has an infinite value at element %d.",
+							   (long long) id, i + 1)));
+	}
+	r->n++;
+	if (detoasted)
+		pfree(detoasted);
+}
+
+static bool
+load_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	LoadReceiver *r = (LoadReceiver *) self;
+	bool		isnull;
+	Datum		vec;
+	Datum		idd;
+	int64		id;
+
+	vec = slot_getattr(slot, 2, &isnull);
+	if (isnull)
+		return true;			/* as a join on NULL would: no partner */
+	idd = slot_getattr(slot, 1, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("id column \"%s\" contains NULL", r->out->id_column)));
+	switch (r->id_type)
+	{
+		case INT2OID:
+			id = DatumGetInt16(idd);
+			break;
+		case INT4OID:
+			id = DatumGetInt32(idd);
+			break;
+		default:
+			id = DatumGetInt64(idd);
+			break;
+	}
+	append_vector(r, vec, id);
+	return true;
+}
+
+static void
+load_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+load_shutdown(DestReceiver *self)
+{
+}
+
+static void
+load_destroy(DestReceiver *self)
+{
+}
+
+/* Look up a user column of relid; error if missing or a system column. */
+static AttrNumber
+user_column(Oid relid, const char *relname, const char *colname, Oid *basetype)
+{
+	AttrNumber	attnum = get_attnum(relid, colname);
+	Oid			typid;
+	int32		typmod;
+	Oid			collid;
+
+	if (attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						colname, relname)));
+	if (attnum < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+				 errmsg("cannot use system column \"%s\"", colname)));
+	get_atttypetypmodcoll(relid, attnum, &typid, &typmod, &collid);
+	*basetype = getBaseType(typid);
+	return attnum;
+}
+
+/* Is attnum alone covered by a valid, immediate, non-partial unique index? */
+static bool
+has_unique_index(Relation rel, AttrNumber attnum)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	bool		found = false;
+
+	foreach(lc, indexes)
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index idx;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		idx = (Form_pg_index) GETSTRUCT(tup);
+		if (idx->indisunique && idx->indimmediate && idx->indisvalid &&
+			idx->indnkeyatts == 1 && idx->indkey.values[0] == attnum &&
+			heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
+			heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
+			found = true;
+		ReleaseSysCache(tup);
+		if (found)
+			break;
+	}
+	list_free(indexes);
+	return found;
+}
+
+static int
+cmp_int64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+static void
+check_duplicate_ids(const TcLoaded *out)
+{
+	int64		n = out->points.n;
+	int64	   *sorted;
+
+	if (n < 2)
+		return;
+	sorted = palloc_extended(sizeof(int64) * n, MCXT_ALLOC_HUGE);
+	memcpy(sorted, out->ids, sizeof(int64) * n);
+	qsort(sorted, n, sizeof(int64), cmp_int64);
+	for (int64 i = 1; i < n; i++)
+		if (sorted[i] == sorted[i - 1])
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("duplicate id %lld in column \"%s\" of relation \"%s\"",
+							(long long) sorted[i], out->id_column, out->relname),
+					 errhint("Each row needs a distinct id; name a unique column with id_column.")));
+	pfree(sorted);
+}
+
+void
+tc_load(Oid relid, const char *vector_column, const char *id_column,
+		MemoryContext mcxt, TcLoaded *out)
+{
+	Relation	rel;
+	char		relkind;
+	Oid			vec_type;
+	Oid			id_type;
+	AttrNumber	id_attnum;
+	bool		ids_unique;
+	LoadReceiver r;
+	StringInfoData sql;
+	SPIExecuteOptions opts;
+	int			rc;
+
+	memset(out, 0, sizeof(*out));
+	rel = relation_open(relid, AccessShareLock);
+	relkind = rel->rd_rel->relkind;
+	out->relname = MemoryContextStrdup(mcxt, RelationGetRelationName(rel));
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_VIEW &&
+		relkind != RELKIND_MATVIEW && relkind != RELKIND_PARTITIONED_TABLE &&
+		relkind != RELKIND_FOREIGN_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table, view or materialized view",
+						out->relname)));
+
+	out->vec_column = MemoryContextStrdup(mcxt, vector_column);
+	user_column(relid, out->relname, vector_column, &vec_type);
+	if (vec_type != FLOAT4ARRAYOID && vec_type != FLOAT8ARRAYOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" must be of type real[] or double precision[], not %s",
+						vector_column, format_type_be(vec_type))));
+
+	if (id_column == NULL)
+	{
+		Oid			pk = RelationGetPrimaryKeyIndex(rel);
+		HeapTuple	tup = OidIsValid(pk) ?
+			SearchSysCache1(INDEXRELID, ObjectIdGetDatum(pk)) : NULL;
+		AttrNumber	pkatt = InvalidAttrNumber;
+		Oid			pktype = InvalidOid;
+
+		if (HeapTupleIsValid(tup))
+		{
+			Form_pg_index idx = (Form_pg_index) GETSTRUCT(tup);
+
+			if (idx->indnkeyatts == 1 && idx->indkey.values[0] > 0)
+				pkatt = idx->indkey.values[0];
+			ReleaseSysCache(tup);
+		}
+		if (pkatt != InvalidAttrNumber)
+			pktype = getBaseType(get_atttype(relid, pkatt));
+		if (pktype != INT2OID && pktype != INT4OID && pktype != INT8OID)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("relation \"%s\" has no single-column integer primary key",
+							out->relname),
+					 errhint("Name the id column with id_column => 'column'.")));
+		id_column = get_attname(relid, pkatt, false);
+	}
+	out->id_column = MemoryContextStrdup(mcxt, id_column);
+	id_attnum = user_column(relid, out->relname, id_column, &id_type);
+	if (id_type != INT2OID && id_type != INT4OID && id_type != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("id column \"%s\" must be of type smallint, integer or bigint, not %s",
+						id_column, format_type_be(id_type))));
+	/*
+	 * A unique index proves the ids distinct and saves a sort, unless
+	 * inheritance children (not covered by it) are read too.
+	 */
+	ids_unique = (relkind == RELKIND_PARTITIONED_TABLE || !rel->rd_rel->relhassubclass) &&
+		has_unique_index(rel, id_attnum);
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT %s, %s FROM %s",
+					 quote_identifier(id_column),
+					 quote_identifier(vector_column),
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												RelationGetRelationName(rel)));
+	/* Keep the lock to the end of the transaction, as a SELECT would. */
+	relation_close(rel, NoLock);
+
+	memset(&r, 0, sizeof(r));
+	r.pub.receiveSlot = load_receive;
+	r.pub.rStartup = load_startup;
+	r.pub.rShutdown = load_shutdown;
+	r.pub.rDestroy = load_destroy;
+	r.pub.mydest = DestNone;
+	r.mcxt = mcxt;
+	r.out = out;
+	r.id_type = id_type;
+	r.type = vec_type == FLOAT4ARRAYOID ? TC_FLOAT4 : TC_FLOAT8;
+
+	memset(&opts, 0, sizeof(opts));
+	opts.read_only = true;
+	opts.dest = &r.pub;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	rc = SPI_execute_extended(sql.data, &opts);
+	/* With DestNone as the receiver's tag, SPI reports a SELECT as utility. */
+	if (rc != SPI_OK_SELECT && rc != SPI_OK_UTILITY)
+		elog(ERROR, "reading relation \"%s\" failed: %s",
+			 out->relname, SPI_result_code_string(rc));
+	SPI_finish();
+	pfree(sql.data);
+
+	out->points.data = r.data;
+	out->points.n = r.n;
+	out->points.d = r.d > 0 ? r.d : 1;
+	out->points.type = r.type;
+	out->ids = r.ids;
+
+	if (!ids_unique)
+		check_duplicate_ids(out);
+}

@@ -1,0 +1,31 @@
+/*
+ * output.h
+ *		Running an engine join and streaming its pairs into a tuplestore.
+ */
+#ifndef TCJOIN_OUTPUT_H
+#define TCJOIN_OUTPUT_H
+
+#include "postgres.h"
+
+#include "access/tupdesc.h"
+#include "utils/tuplestore.h"
+
+#include "engine.h"
+#include "load.h"
+
+typedef struct TcRunStats
+{
+	TcJoinStats join;
+	double		output_seconds; /* spent writing rows into the tuplestore */
+} TcRunStats;
+
+/*
+ * Self-join the loaded points; each pair becomes a row (id_a, id_b, dist)
+ * with id_a <= id_b.  Engine resources live under mcxt and are released by
+ * its reset callback, so an error or a cancel anywhere stops the workers.
+ */
+extern void tc_run_selfjoin(const TcLoaded *loaded, const TcJoinParams *params,
+							Tuplestorestate *store, TupleDesc desc,
+							MemoryContext mcxt, TcRunStats *stats);
+
+#endif							/* TCJOIN_OUTPUT_H */

@@ -1,0 +1,41 @@
+-- tcjoin: exact epsilon similarity joins
+\echo Use "CREATE EXTENSION tcjoin" to load this file. \quit
+
+-- Every pair of rows whose vectors lie within Euclidean distance eps.
+-- Not STRICT: a NULL default (id_column) must not turn the call into no rows.
+CREATE FUNCTION tc_selfjoin(
+    relation regclass,
+    vector_column name,
+    eps double precision,
+    id_column name DEFAULT NULL,
+    include_self boolean DEFAULT false,
+    exact boolean DEFAULT true,
+    method text DEFAULT 'auto')
+RETURNS TABLE (id_a bigint, id_b bigint, dist double precision)
+AS 'MODULE_PATHNAME', 'tc_selfjoin'
+LANGUAGE C STABLE PARALLEL RESTRICTED CALLED ON NULL INPUT
+ROWS 1000;
+
+COMMENT ON FUNCTION tc_selfjoin(regclass, name, double precision, name, boolean, boolean, text) IS
+'pairs of rows whose vectors are within Euclidean distance eps, each once, id_a < id_b';
+
+-- What the last join in this session did: plan, counts and phase timings.
+CREATE FUNCTION tc_last_stats(
+    OUT device text,
+    OUT method text,
+    OUT threads integer,
+    OUT grid_dims integer[],
+    OUT n bigint,
+    OUT d integer,
+    OUT eps double precision,
+    OUT cells bigint,
+    OUT candidates bigint,
+    OUT pairs bigint,
+    OUT load_ms double precision,
+    OUT index_ms double precision,
+    OUT join_ms double precision,
+    OUT output_ms double precision,
+    OUT total_ms double precision)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'tc_last_stats'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;

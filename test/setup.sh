@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install what building and testing tcjoin needs on Debian bookworm.
+# Idempotent: when everything is already installed, apt is not touched at all.
+set -euo pipefail
+
+# postgresql-15 is the server (contrib is part of it on Debian);
+# postgresql-server-dev-15 brings pg_config, PGXS and the server headers.
+PKGS=(postgresql-15 postgresql-server-dev-15 build-essential)
+
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup.sh: run as root or install sudo" >&2; exit 1; }
+    SUDO=(sudo)
+fi
+
+missing=()
+for p in "${PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup.sh: installing ${missing[*]}"
+    # Package lists in a fresh image are empty or stale, so refresh them once here.
+    "${SUDO[@]}" apt-get update -q
+    # Install the full set, not just the missing ones: the dev package may pull in
+    # newer libraries, and the server should move to the same minor version.
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends "${PKGS[@]}"
+fi
+
+for f in /usr/lib/postgresql/15/bin/postgres /usr/lib/postgresql/15/bin/pg_config \
+         /usr/lib/postgresql/15/lib/pgxs/src/makefiles/pgxs.mk; do
+    [ -e "$f" ] || { echo "setup.sh: $f is missing after install" >&2; exit 1; }
+done
+echo "setup.sh: PostgreSQL $(/usr/lib/postgresql/15/bin/pg_config --version | cut -d' ' -f2) build environment ready"
