@@ -69,7 +69,21 @@ typedef struct Grid
 	int64_t    *off_delta;		/* key difference of each offset */
 
 	GridItem   *items;
+
+	/*
+	 * Scratch of the index build, owned here so that a longjmp out of a
+	 * poll leaks nothing: grid_free_state frees whatever is set.
+	 */
+	uint64_t   *tmp_keys;
+	uint64_t   *tmp_keys2;
+	int64_t    *tmp_idx2;
+	void	   *tmp_dims;
+	int64_t    *tmp_sample[2];
+	int64_t    *tmp_coords[2];
 } Grid;
+
+/* Points between two polls of the caller while building the index. */
+#define TC_POLL_POINTS (1 << 18)
 
 static inline double
 coord_at(const TcPoints *p, int64_t i, int dim)
@@ -114,12 +128,32 @@ free_set(GridSet *s)
 }
 
 static void
+free_scratch(Grid *g)
+{
+	free(g->tmp_keys);
+	free(g->tmp_keys2);
+	free(g->tmp_idx2);
+	free(g->tmp_dims);
+	for (int i = 0; i < 2; i++)
+	{
+		free(g->tmp_sample[i]);
+		free(g->tmp_coords[i]);
+	}
+	g->tmp_keys = g->tmp_keys2 = NULL;
+	g->tmp_idx2 = NULL;
+	g->tmp_dims = NULL;
+	for (int i = 0; i < 2; i++)
+		g->tmp_sample[i] = g->tmp_coords[i] = NULL;
+}
+
+static void
 grid_free_state(TcJoin *join)
 {
 	Grid	   *g = join->state;
 
 	if (g == NULL)
 		return;
+	free_scratch(g);
 	free_set(&g->a);
 	free_set(&g->b);
 	free(g->offs);
@@ -131,28 +165,30 @@ grid_free_state(TcJoin *join)
 
 /*
  * LSD radix sort of (key, index) by key, 8 bits a pass, skipping passes in
- * which every key has the same digit.  Stable, O(n) per pass.
+ * which every key has the same digit.  Stable, O(n) per pass.  Returns
+ * TC_STOPPED if the caller asked to stop.
  */
-static bool
-radix_sort(uint64_t *keys, int64_t *idx, int64_t n, uint64_t maxkey)
+static TcStatus
+radix_sort(TcJoin *join, Grid *g, uint64_t *keys, int64_t *idx, int64_t n,
+		   uint64_t maxkey)
 {
-	uint64_t   *k2 = malloc(sizeof(uint64_t) * (n > 0 ? n : 1));
-	int64_t    *i2 = malloc(sizeof(int64_t) * (n > 0 ? n : 1));
 	uint64_t   *ks = keys,
-			   *kd = k2;
+			   *kd;
 	int64_t    *is = idx,
-			   *id = i2;
+			   *id;
 
-	if (k2 == NULL || i2 == NULL)
-	{
-		free(k2);
-		free(i2);
-		return false;
-	}
+	g->tmp_keys2 = malloc(sizeof(uint64_t) * (n > 0 ? n : 1));
+	g->tmp_idx2 = malloc(sizeof(int64_t) * (n > 0 ? n : 1));
+	if (g->tmp_keys2 == NULL || g->tmp_idx2 == NULL)
+		return TC_ERR_NOMEM;
+	kd = g->tmp_keys2;
+	id = g->tmp_idx2;
 	for (int shift = 0; shift < 64 && (maxkey >> shift) != 0; shift += 8)
 	{
 		int64_t		count[257] = {0};
 
+		if (!tc_poll(join))
+			return TC_STOPPED;
 		for (int64_t i = 0; i < n; i++)
 			count[((ks[i] >> shift) & 0xff) + 1]++;
 		if (count[((ks[0] >> shift) & 0xff) + 1] == n)
@@ -181,31 +217,37 @@ radix_sort(uint64_t *keys, int64_t *idx, int64_t n, uint64_t maxkey)
 		memcpy(keys, ks, sizeof(uint64_t) * n);
 		memcpy(idx, is, sizeof(int64_t) * n);
 	}
-	free(k2);
-	free(i2);
-	return true;
+	free(g->tmp_keys2);
+	free(g->tmp_idx2);
+	g->tmp_keys2 = NULL;
+	g->tmp_idx2 = NULL;
+	return TC_OK;
 }
 
 /* Bin, sort and copy one point set. */
-static bool
-build_set(const Grid *g, const TcPoints *p, GridSet *s)
+static TcStatus
+build_set(TcJoin *join, Grid *g, const TcPoints *p, GridSet *s)
 {
 	int64_t		n = p->n;
 	size_t		rowbytes = (size_t) p->d * (size_t) p->type;
-	uint64_t   *keys = malloc(sizeof(uint64_t) * (n > 0 ? n : 1));
+	uint64_t   *keys;
 	uint64_t	maxkey = 0;
 	int64_t		nc = 0;
+	TcStatus	st;
 
 	s->n = n;
 	s->perm = malloc(sizeof(int64_t) * (n > 0 ? n : 1));
 	s->pts = malloc(rowbytes * (n > 0 ? n : 1));
+	keys = g->tmp_keys = malloc(sizeof(uint64_t) * (n > 0 ? n : 1));
 	if (keys == NULL || s->perm == NULL || s->pts == NULL)
-		goto fail;
+		return TC_ERR_NOMEM;
 
 	for (int64_t i = 0; i < n; i++)
 	{
 		uint64_t	key = 0;
 
+		if (i % TC_POLL_POINTS == 0 && !tc_poll(join))
+			return TC_STOPPED;
 		for (int j = 0; j < g->k; j++)
 			key += (uint64_t) cell_coord(g, j, coord_at(p, i, g->dims[j])) * g->stride[j];
 		keys[i] = key;
@@ -213,8 +255,8 @@ build_set(const Grid *g, const TcPoints *p, GridSet *s)
 		if (key > maxkey)
 			maxkey = key;
 	}
-	if (n > 0 && !radix_sort(keys, s->perm, n, maxkey))
-		goto fail;
+	if (n > 0 && (st = radix_sort(join, g, keys, s->perm, n, maxkey)) != TC_OK)
+		return st;
 
 	for (int64_t i = 0; i < n; i++)
 		if (i == 0 || keys[i] != keys[i - 1])
@@ -223,10 +265,12 @@ build_set(const Grid *g, const TcPoints *p, GridSet *s)
 	s->cell_key = malloc(sizeof(uint64_t) * (nc > 0 ? nc : 1));
 	s->cell_start = malloc(sizeof(int64_t) * (nc + 1));
 	if (s->cell_key == NULL || s->cell_start == NULL)
-		goto fail;
+		return TC_ERR_NOMEM;
 	nc = 0;
 	for (int64_t i = 0; i < n; i++)
 	{
+		if (i % TC_POLL_POINTS == 0 && !tc_poll(join))
+			return TC_STOPPED;
 		if (i == 0 || keys[i] != keys[i - 1])
 		{
 			s->cell_key[nc] = keys[i];
@@ -237,12 +281,9 @@ build_set(const Grid *g, const TcPoints *p, GridSet *s)
 			   (const char *) p->data + (size_t) s->perm[i] * rowbytes, rowbytes);
 	}
 	s->cell_start[nc] = n;
-	free(keys);
-	return true;
-
-fail:
-	free(keys);
-	return false;
+	free(g->tmp_keys);
+	g->tmp_keys = NULL;
+	return TC_OK;
 }
 
 /*
@@ -510,10 +551,13 @@ cmp_var_desc(const void *x, const void *y)
 	return a->dim - b->dim;
 }
 
-static void
-extent(const TcPoints *p, DimInfo *di, bool first)
+static bool
+extent(TcJoin *join, const TcPoints *p, DimInfo *di, bool first)
 {
 	for (int64_t i = 0; i < p->n; i++)
+	{
+		if (i % TC_POLL_POINTS == 0 && !tc_poll(join))
+			return false;
 		for (int j = 0; j < p->d; j++)
 		{
 			double		x = coord_at(p, i, j);
@@ -523,6 +567,8 @@ extent(const TcPoints *p, DimInfo *di, bool first)
 			if ((first && i == 0) || x > di[j].hi)
 				di[j].hi = x;
 		}
+	}
+	return true;
 }
 
 /* Indices of a reproducible sample of at most m points of p. */
@@ -547,14 +593,14 @@ tc_grid_prepare(TcJoin *join, bool allow_brute, TcError *err)
 {
 	const int	d = join->a.d;
 	const double eps = join->params.eps;
-	DimInfo    *di = calloc(d, sizeof(DimInfo));
-	int64_t    *sa = malloc(sizeof(int64_t) * TC_GRID_SAMPLE);
-	int64_t    *sb = malloc(sizeof(int64_t) * TC_GRID_SAMPLE);
-	int64_t    *cca = NULL,
-			   *ccb = NULL;
+	Grid	   *g = calloc(1, sizeof(Grid));
+	DimInfo    *di;
+	int64_t    *sa,
+			   *sb,
+			   *cca,
+			   *ccb;
 	int64_t		ma,
 				mb;
-	Grid	   *g = calloc(1, sizeof(Grid));
 	int			kmax = 0;
 	double		hits[TC_GRID_MAX_DIMS + 1] = {0};
 	double		sample_pairs;
@@ -564,18 +610,24 @@ tc_grid_prepare(TcJoin *join, bool allow_brute, TcError *err)
 	double		best_cost;
 	int			best_k = 0;
 	double		reach = (eps > 0x1p-530 ? eps : 0x1p-530) * (1.0 + 1e-8);
+	TcStatus	st;
 
-	if (di == NULL || sa == NULL || sb == NULL || g == NULL)
+	if (g == NULL)
 		goto nomem;
 	join->state = g;
 	join->backend = &grid_backend;
+	di = g->tmp_dims = calloc(d, sizeof(DimInfo));
+	sa = g->tmp_sample[0] = malloc(sizeof(int64_t) * TC_GRID_SAMPLE);
+	sb = g->tmp_sample[1] = malloc(sizeof(int64_t) * TC_GRID_SAMPLE);
+	if (di == NULL || sa == NULL || sb == NULL)
+		goto nomem;
 
 	/* Extent of every dimension over both sets; variance from a sample. */
 	for (int j = 0; j < d; j++)
 		di[j].dim = j;
-	extent(&join->a, di, true);
-	if (!join->self)
-		extent(&join->b, di, join->a.n == 0);
+	if (!extent(join, &join->a, di, true) ||
+		(!join->self && !extent(join, &join->b, di, join->a.n == 0)))
+		return TC_STOPPED;
 	ma = sample_points(&join->a, sa, TC_GRID_SAMPLE, 0x5eed);
 	mb = join->self ? ma : sample_points(&join->b, sb, TC_GRID_SAMPLE, 0xb5eed);
 	if (join->self)
@@ -599,7 +651,7 @@ tc_grid_prepare(TcJoin *join, bool allow_brute, TcError *err)
 
 	/*
 	 * Candidate grid dimensions, by decreasing variance: a finite extent
-	 * of more than one cell, and a key space that still fits in 62 bits.
+	 * of at least three cells, and a key space that still fits in 62 bits.
 	 */
 	{
 		double		keyspace = 1.0;
@@ -624,8 +676,6 @@ tc_grid_prepare(TcJoin *join, bool allow_brute, TcError *err)
 			kmax++;
 		}
 	}
-	free(di);
-	di = NULL;
 
 	/*
 	 * Cost model.  From a sample of pairs, the share that are neighbours on
@@ -634,8 +684,8 @@ tc_grid_prepare(TcJoin *join, bool allow_brute, TcError *err)
 	 */
 	if (kmax > 0)
 	{
-		cca = malloc(sizeof(int64_t) * ma * kmax);
-		ccb = malloc(sizeof(int64_t) * mb * kmax);
+		cca = g->tmp_coords[0] = malloc(sizeof(int64_t) * ma * kmax + 1);
+		ccb = g->tmp_coords[1] = malloc(sizeof(int64_t) * mb * kmax + 1);
 		if (cca == NULL || ccb == NULL)
 			goto nomem;
 		for (int64_t i = 0; i < ma; i++)
@@ -682,39 +732,34 @@ tc_grid_prepare(TcJoin *join, bool allow_brute, TcError *err)
 			}
 		}
 	}
-	free(cca);
-	free(ccb);
-	free(sa);
-	free(sb);
-	cca = ccb = sa = sb = NULL;
+	free_scratch(g);
 
 	if (best_k == 0 && allow_brute)
 	{
 		grid_free_state(join);
 		return tc_brute_prepare(join, err);
 	}
-	if (best_k == 0)
-	{
-		/*
-		 * Forced grid with no usable dimension (every extent is zero,
-		 * infinite or within one cell): one cell holds everything.
-		 */
-		g->k = 0;
-	}
-	else
-		g->k = best_k;
 
-	/* Key strides: last grid dimension varies fastest. */
+	/*
+	 * best_k == 0 with a forced grid: no usable dimension (every extent is
+	 * zero, infinite or under three cells), so one cell holds everything.
+	 */
+	g->k = best_k;
 	if (g->k > 0)
 	{
+		/* Key strides: the last grid dimension varies fastest. */
 		g->stride[g->k - 1] = 1;
 		for (int j = g->k - 2; j >= 0; j--)
 			g->stride[j] = g->stride[j + 1] * (uint64_t) g->ncell[j + 1];
 	}
-	if (!build_set(g, &join->a, &g->a) ||
-		(!join->self && !build_set(g, &join->b, &g->b)) ||
-		(g->k > 0 && !build_offsets(g, join->self)) ||
-		!build_items(join, g))
+	if ((st = build_set(join, g, &join->a, &g->a)) != TC_OK ||
+		(!join->self && (st = build_set(join, g, &join->b, &g->b)) != TC_OK))
+	{
+		if (st == TC_ERR_NOMEM)
+			goto nomem;
+		return st;
+	}
+	if ((g->k > 0 && !build_offsets(g, join->self)) || !build_items(join, g))
 		goto nomem;
 
 	join->stats.grid_dims = g->k;
@@ -724,13 +769,6 @@ tc_grid_prepare(TcJoin *join, bool allow_brute, TcError *err)
 	return TC_OK;
 
 nomem:
-	free(di);
-	free(sa);
-	free(sb);
-	free(cca);
-	free(ccb);
-	if (join->state == NULL)
-		free(g);
 	tc_set_error(err, TC_ERR_NOMEM, "out of memory building the grid index");
 	return TC_ERR_NOMEM;
 }

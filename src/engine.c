@@ -110,8 +110,6 @@ tc_join_create(const TcPoints *a, const TcPoints *b, const TcJoinParams *params,
 			   TcError *err)
 {
 	TcJoin	   *join;
-	TcStatus	st;
-	double		t0;
 
 	if (err)
 	{
@@ -163,8 +161,29 @@ tc_join_create(const TcPoints *a, const TcPoints *b, const TcJoinParams *params,
 	join->stats.device = "cpu";
 	join->stats.threads = join->params.threads;
 
-	t0 = tc_now();
-	switch (params->method)
+	join->stats.method = params->method == TC_METHOD_BRUTE ? "brute" : "grid";
+	return join;
+}
+
+bool
+tc_poll(TcJoin *join)
+{
+	if (join->sink && join->sink->poll && join->sink->poll(join->sink->arg) != 0)
+	{
+		atomic_store(&join->stop, true);
+		return false;
+	}
+	return !tc_should_stop(join);
+}
+
+/* Plan and build the index; polls, so a cancel need not wait for it. */
+static TcStatus
+prepare(TcJoin *join, TcError *err)
+{
+	TcStatus	st;
+	double		t0 = tc_now();
+
+	switch (join->params.method)
 	{
 		case TC_METHOD_BRUTE:
 			st = tc_brute_prepare(join, err);
@@ -178,13 +197,9 @@ tc_join_create(const TcPoints *a, const TcPoints *b, const TcJoinParams *params,
 			break;
 	}
 	join->stats.index_seconds = tc_now() - t0;
-	if (st != TC_OK)
-	{
-		tc_join_destroy(join);
-		return NULL;
-	}
-	join->stats.method = join->backend->name;
-	return join;
+	if (st == TC_OK)
+		join->stats.method = join->backend->name;
+	return st;
 }
 
 void
@@ -364,7 +379,7 @@ TcStatus
 tc_join_run(TcJoin *join, const TcSink *sink, TcError *err)
 {
 	TcStatus	st;
-	double		t0 = tc_now();
+	double		t0;
 	int			started = 0;
 	bool		stopped = false;
 
@@ -379,7 +394,15 @@ tc_join_run(TcJoin *join, const TcSink *sink, TcError *err)
 		return TC_ERR_INVALID;
 	}
 	join->ran = true;
+	join->sink = sink;
 
+	st = prepare(join, err);
+	if (st != TC_OK)
+		return st;
+	if (tc_should_stop(join))
+		return TC_STOPPED;
+
+	t0 = tc_now();
 	st = setup_workers(join, err);
 	if (st != TC_OK)
 		return st;

@@ -126,16 +126,18 @@ typedef struct TcJoinStats
 typedef struct TcJoin TcJoin;
 
 /*
- * Prepare a join of a with b (b == NULL: self-join of a).  Builds whatever
- * index the chosen method needs.  Returns NULL and fills err on failure.
- * The point sets must outlive the join.
+ * Set up a join of a with b (b == NULL: self-join of a), checking its
+ * arguments.  Returns NULL and fills err on failure.  The point sets must
+ * outlive the join.
  */
 extern TcJoin *tc_join_create(const TcPoints *a, const TcPoints *b,
 							  const TcJoinParams *params, TcError *err);
 
 /*
- * Run the join, sending every pair to sink.  Returns TC_OK, TC_STOPPED, or an
- * error status with err filled in.  A join runs at most once.
+ * Plan the join, build its index, and run it, sending every pair to sink;
+ * the sink is polled throughout, index building included.  Returns TC_OK,
+ * TC_STOPPED, or an error status with err filled in.  A join runs at most
+ * once.
  */
 extern TcStatus tc_join_run(TcJoin *join, const TcSink *sink, TcError *err);
 

@@ -53,6 +53,7 @@ struct TcJoin
 	double		thr;			/* tc_sq_threshold(eps) */
 	TcJoinStats stats;
 
+	const TcSink *sink;			/* set by tc_join_run */
 	const TcBackend *backend;
 	void	   *state;
 	int64_t		nitems;
@@ -98,6 +99,12 @@ tc_should_stop(TcJoin *join)
 {
 	return atomic_load_explicit(&join->stop, memory_order_relaxed);
 }
+
+/*
+ * For the caller's thread while it builds an index: poll the sink (which
+ * may longjmp); false when the join must stop.
+ */
+extern bool tc_poll(TcJoin *join);
 
 /* Error helpers. */
 extern void tc_set_error(TcError *err, TcStatus status, const char *fmt,...)

@@ -305,34 +305,51 @@ has_unique_index(Relation rel, AttrNumber attnum)
 	return found;
 }
 
-static int
-cmp_int64(const void *a, const void *b)
-{
-	int64		x = *(const int64 *) a;
-	int64		y = *(const int64 *) b;
-
-	return (x > y) - (x < y);
-}
-
+/*
+ * Find a duplicate id with an open-addressing hash set: O(n), and it can
+ * check for interrupts, which a library sort of millions of ids cannot.
+ */
 static void
 check_duplicate_ids(const TcLoaded *out)
 {
 	int64		n = out->points.n;
-	int64	   *sorted;
+	uint64		size = 16;
+	uint64		mask;
+	int64	   *slots;
+	bits8	   *used;
 
 	if (n < 2)
 		return;
-	sorted = palloc_extended(sizeof(int64) * n, MCXT_ALLOC_HUGE);
-	memcpy(sorted, out->ids, sizeof(int64) * n);
-	qsort(sorted, n, sizeof(int64), cmp_int64);
-	for (int64 i = 1; i < n; i++)
-		if (sorted[i] == sorted[i - 1])
-			ereport(ERROR,
-					(errcode(ERRCODE_UNIQUE_VIOLATION),
-					 errmsg("duplicate id %lld in column \"%s\" of relation \"%s\"",
-							(long long) sorted[i], out->id_column, out->relname),
-					 errhint("Each row needs a distinct id; name a unique column with id_column.")));
-	pfree(sorted);
+	while (size < (uint64) n * 2)
+		size <<= 1;
+	mask = size - 1;
+	slots = palloc_extended(sizeof(int64) * size, MCXT_ALLOC_HUGE);
+	used = palloc_extended(size / 8 + 1, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	for (int64 i = 0; i < n; i++)
+	{
+		int64		id = out->ids[i];
+		uint64		h = (uint64) id * UINT64CONST(0x9e3779b97f4a7c15);
+
+		if ((i & 0xffff) == 0)
+			CHECK_FOR_INTERRUPTS();
+		for (h = (h ^ (h >> 29)) & mask;; h = (h + 1) & mask)
+		{
+			if ((used[h / 8] & (1 << (h % 8))) == 0)
+			{
+				used[h / 8] |= (bits8) (1 << (h % 8));
+				slots[h] = id;
+				break;
+			}
+			if (slots[h] == id)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNIQUE_VIOLATION),
+						 errmsg("duplicate id %lld in column \"%s\" of relation \"%s\"",
+								(long long) id, out->id_column, out->relname),
+						 errhint("Each row needs a distinct id; name a unique column with id_column.")));
+		}
+	}
+	pfree(slots);
+	pfree(used);
 }
 
 void

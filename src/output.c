@@ -130,7 +130,8 @@ tc_run_selfjoin(const TcLoaded *loaded, const TcJoinParams *params,
 	sink.arg = &st;
 
 	status = tc_join_run(guard->join, &sink, &err);
-	if (status != TC_OK)
+	/* TC_STOPPED cannot happen: the callbacks never ask to stop. */
+	if (status != TC_OK && status != TC_STOPPED)
 		ereport(ERROR,
 				(errcode(status == TC_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY : ERRCODE_INTERNAL_ERROR),
 				 errmsg("tcjoin: %s", err.message)));
