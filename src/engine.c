@@ -517,6 +517,8 @@ tc_join_destroy(TcJoin *join)
 	for (int i = 0; i < join->nbatches; i++)
 		free(join->all_batches[i]);
 	free(join->all_batches);
+	for (int i = 0; i < join->nworkers; i++)
+		free(join->workers[i].scratch);
 	free(join->workers);
 	if (join->sync_init)
 	{

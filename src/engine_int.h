@@ -25,7 +25,7 @@ typedef struct TcBatch
 
 typedef struct TcWorker TcWorker;
 
-/* A CPU back end: an index built in create, work items run by workers. */
+/* A CPU back end: an index built before the run, work items run by workers. */
 typedef struct TcBackend
 {
 	const char *name;
@@ -42,6 +42,7 @@ struct TcWorker
 	bool		started;
 	TcBatch    *batch;			/* being filled; NULL once stopped */
 	uint64_t	candidates;
+	void	   *scratch;		/* a back end's per-worker buffer (malloc) */
 };
 
 struct TcJoin
