@@ -204,6 +204,16 @@ INSERT INTO base_inh_2 SELECT id, v8 FROM base WHERE id % 3 = 2;
 SELECT * FROM diff($$SELECT * FROM tc_selfjoin('base_inh', 'v8', 0.2)$$, 'TABLE ref8');
 SELECT * FROM diff($$SELECT * FROM tc_selfjoin('base_inh_1', 'v8', 0.2, 'id')$$,
                    $$SELECT * FROM ref8 WHERE id_a % 3 = 1 AND id_b % 3 = 1$$);
+-- A foreign table (file_fdw, rows from a program).
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS file_fdw;
+RESET client_min_messages;
+CREATE SERVER api_files FOREIGN DATA WRAPPER file_fdw;
+CREATE FOREIGN TABLE pts_foreign (id integer, vec real[]) SERVER api_files
+    OPTIONS (program 'printf ''1;{0,0}\n2;{3,4}\n3;{1,1}\n4;{0,0}\n5;{10,10}\n6;\n7;{3,5}\n8;{-1,0}\n''',
+             format 'csv', delimiter ';');
+SELECT * FROM diff('TABLE pts_foreign', 'TABLE pts');
+SELECT * FROM diff($$SELECT * FROM tc_selfjoin('pts_foreign', 'vec', 1.5, 'id')$$, 'TABLE pts_ref');
 -- A view whose vectors a PL/pgSQL function builds (expanded arrays).
 CREATE FUNCTION build_vec(v double precision[]) RETURNS double precision[]
 LANGUAGE plpgsql IMMUTABLE AS $$
@@ -464,6 +474,17 @@ SELECT count(*) FROM base
  WHERE id IN (SELECT id_a FROM tc_selfjoin('base', 'v8', 0.2)
               UNION SELECT id_b FROM tc_selfjoin('base', 'v8', 0.2))
    AND id NOT IN (SELECT id_a FROM ref8 UNION SELECT id_b FROM ref8);
+-- In the select list, with ORDINALITY, through a cursor.
+SELECT tc_selfjoin('pts', 'vec', 1.5) AS pair ORDER BY 1;
+SELECT max(ordinality) FROM tc_selfjoin('pts', 'vec', 1.5) WITH ORDINALITY;
+BEGIN;
+DECLARE pairs SCROLL CURSOR FOR
+    SELECT * FROM tc_selfjoin('pts', 'vec', 1.5) ORDER BY id_a, id_b;
+FETCH 2 FROM pairs;
+FETCH ALL FROM pairs;
+FETCH BACKWARD 1 FROM pairs;
+CLOSE pairs;
+COMMIT;
 PREPARE tcj(regclass, name, float8) AS SELECT count(*) FROM tc_selfjoin($1, $2, $3);
 EXECUTE tcj('pts', 'vec', 1.5);
 EXECUTE tcj('base', 'v4', 0.2);
@@ -498,6 +519,7 @@ SELECT temp_files() > n AS spilled FROM temp_files_before;
 RESET work_mem;
 
 SET client_min_messages = warning;
+DROP SERVER api_files CASCADE;
 DROP SCHEMA "api Odd ""Schema""; DROP SCHEMA api CASCADE; --" CASCADE;
 DROP SCHEMA api CASCADE;
 RESET client_min_messages;

@@ -25,8 +25,6 @@ SELECT * FROM tc_selfjoin('errors.no_such_table', 'vec', 1);
 SELECT * FROM tc_selfjoin('no_such_schema.pts', 'vec', 1);
 SELECT * FROM tc_selfjoin('PTS', 'vec', 1);            -- folds to pts: fine
 SELECT * FROM tc_selfjoin('"PTS"', 'vec', 1);          -- quoted: no such table
-SELECT * FROM tc_selfjoin(0, 'vec', 1);
-SELECT * FROM tc_selfjoin(123456789, 'vec', 1);
 CREATE SEQUENCE seq;
 SELECT * FROM tc_selfjoin('seq', 'last_value', 1);
 SELECT * FROM tc_selfjoin('pts_pkey', 'id', 1);
@@ -34,6 +32,17 @@ CREATE TYPE comp AS (id integer, vec real[]);
 SELECT * FROM tc_selfjoin('comp', 'vec', 1, 'id');
 CREATE MATERIALIZED VIEW unpopulated AS SELECT id, vec FROM pts WITH NO DATA;
 SELECT * FROM tc_selfjoin('unpopulated', 'vec', 1, 'id');
+-- An OID that names no relation (dropped since it was looked up).
+SELECT * FROM tc_selfjoin('-'::regclass, 'vec', 1);
+CREATE TABLE gone (id integer PRIMARY KEY, vec real[]);
+SELECT set_config('errors_test.gone_oid', 'gone'::regclass::oid::text, false) IS NOT NULL AS saved;
+DROP TABLE gone;
+DO $$
+BEGIN
+    PERFORM * FROM tc_selfjoin(current_setting('errors_test.gone_oid')::oid, 'vec', 1);
+EXCEPTION WHEN undefined_table THEN
+    RAISE NOTICE '%', regexp_replace(SQLERRM, '[0-9]+', 'N');  -- the OID varies
+END $$;
 
 --
 -- The vector column.
@@ -209,8 +218,6 @@ SELECT * FROM tc_selfjoin('pts', 'vec', -1e-300);
 SELECT * FROM tc_selfjoin('pts', 'vec', 'NaN');
 SELECT * FROM tc_selfjoin('pts', 'vec', 'Infinity');
 SELECT * FROM tc_selfjoin('pts', 'vec', '-Infinity');
--- eps is checked before the relation is read.
-SELECT * FROM tc_selfjoin('seq', 'no_such_column', -1);
 -- -0 is zero.
 SELECT * FROM tc_selfjoin('pts', 'vec', '-0');
 
@@ -235,6 +242,53 @@ SET tcjoin.no_such_setting = 1;
 -- Nothing above changed a setting.
 SELECT name, setting = boot_val AS is_default
   FROM pg_settings WHERE name IN ('tcjoin.cpu_threads', 'tcjoin.log_stats') ORDER BY name;
+
+--
+-- The SQLSTATE of each kind of error.
+--
+CREATE FUNCTION sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE q;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE;
+END $$;
+SELECT label, sqlstate_of(format('SELECT * FROM tc_selfjoin(%s)', args)) AS sqlstate
+  FROM (VALUES
+    ('no such relation', $$'no_such_table', 'vec', 1$$),
+    ('not a table',      $$'seq', 'last_value', 1$$),
+    ('no such column',   $$'pts', 'no_such_column', 1$$),
+    ('system column',    $$'pts', 'ctid', 1$$),
+    ('vector type',      $$'pts', 't', 1$$),
+    ('id type',          $$'pts', 'vec', 1, 'tid'$$),
+    ('no primary key',   $$'no_pk', 'vec', 1$$),
+    ('null id',          $$'bad_nullid', 'v', 1, 'id'$$),
+    ('duplicate id',     $$'no_pk', 'vec', 1, 'id'$$),
+    ('eps negative',     $$'pts', 'vec', -1$$),
+    ('eps NaN',          $$'pts', 'vec', 'NaN'$$),
+    ('eps infinite',     $$'pts', 'vec', 'Infinity'$$),
+    ('unknown method',   $$'pts', 'vec', 1, method => 'fast'$$)
+  ) v(label, args);
+-- Each bad vector after a good one.
+CREATE FUNCTION vector_sqlstate(bad real[]) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM bad4;
+    INSERT INTO bad4 VALUES (1, '{1,2}'), (2, bad);
+    RETURN sqlstate_of($q$SELECT * FROM tc_selfjoin('bad4', 'v', 1)$q$);
+END $$;
+SELECT label, vector_sqlstate(v) AS sqlstate
+  FROM (VALUES
+    ('good',              '{3,4}'::real[]),
+    ('multi-dimensional', '{{1,2}}'),
+    ('empty',             '{}'),
+    ('NULL element',      '{NULL,1}'),
+    ('other dimension',   '{1,2,3}'),
+    ('NaN',               '{NaN,1}'),
+    ('infinity',          '{1,Infinity}')
+  ) v(label, v);
+TRUNCATE bad4;
+INSERT INTO bad4 VALUES (1, array_fill(0::real, ARRAY[1000001]));
+SELECT sqlstate_of($q$SELECT * FROM tc_selfjoin('bad4', 'v', 1)$q$) AS too_long;
 
 --
 -- After all these errors the session works.

@@ -273,11 +273,13 @@ $$;
 -- All comparisons for the current data set.  The eps values:
 --   zero       0: exactly the duplicate pairs
 --   qNN        D, the distance of the pair at the NN-th percentile of the
---              pairs at positive distance, so the boundary pair is in
+--              pairs at positive distance (q00: the smallest positive
+--              distance), so the boundary pair is in
 --   qNN-       the float8 just below D, so it is out
 --   mid        halfway between q15 and q50 (usually no pair's distance)
 --   max        the largest distance: every pair
 -- each with methods auto, grid and brute; then include_self at q15.
+-- p_full: q00, q02, q15, q50, mid and max; otherwise zero and q15 only.
 --
 CREATE FUNCTION exactness_check(p_cfg int, p_d int, p_typ text,
                                 p_profile int, p_n int, p_threads int,
@@ -357,7 +359,7 @@ $$;
 
 --
 -- One data set per (d, type), committed one by one.  The data profile, the
--- id type and the thread count rotate with the data set number.
+-- thread count and the id type rotate with the data set number.
 --
 CREATE PROCEDURE exactness_run(p_ds int[], p_first_cfg int, p_full boolean)
 LANGUAGE plpgsql
@@ -370,14 +372,12 @@ DECLARE
     threads int;
 BEGIN
     FOREACH d IN ARRAY p_ds LOOP
-        FOREACH typ IN ARRAY CASE WHEN p_full THEN ARRAY['real', 'double precision']
-                                  WHEN d % 2 = 0 THEN ARRAY['real']
-                                  ELSE ARRAY['double precision'] END LOOP
-            n := CASE WHEN NOT p_full THEN 24 WHEN d <= 64 THEN 150 ELSE 100 END;
+        FOREACH typ IN ARRAY ARRAY['real', 'double precision'] LOOP
+            n := CASE WHEN NOT p_full THEN 20 WHEN d <= 64 THEN 150 ELSE 100 END;
             threads := (ARRAY[0, 1, 3])[1 + cfg % 3];
             PERFORM set_config('tcjoin.cpu_threads', threads::text, true);
             PERFORM exactness_make(d, typ, cfg % 5, n,
-                                   (ARRAY['bigint', 'integer', 'smallint'])[1 + cfg % 3]);
+                                   (ARRAY['bigint', 'integer', 'smallint'])[1 + cfg / 3 % 3]);
             PERFORM exactness_check(cfg, d, typ, cfg % 5, n, threads, p_full);
             COMMIT;
             cfg := cfg + 1;
@@ -386,20 +386,34 @@ BEGIN
 END
 $$;
 
--- Representative dimensions, with every eps and larger data sets.
+-- Representative dimensions, both element types, every eps, larger data
+-- sets (data sets 1 to 52).
 CALL exactness_run(ARRAY[1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17, 24, 31, 32, 33,
                          50, 64, 65, 100, 128, 200, 255, 256, 299, 300],
                    1, true);
 
+-- Every dimension from 1 to 300, both element types, small data sets,
+-- eps 0 and one boundary (data sets 1001 to 1600).
+DO $$
+DECLARE
+    ds int[] := ARRAY(SELECT generate_series(1, 300));
+BEGIN
+    CALL exactness_run(ds, 1001, false);
+END
+$$;
+
 -- Results: data sets, comparisons, mismatches.
-SELECT count(DISTINCT cfg) AS data_sets,
+SELECT CASE WHEN cfg < 1000 THEN 'representative d' ELSE 'd = 1..300' END AS run,
+       count(DISTINCT cfg) AS data_sets,
        count(DISTINCT d) AS dims,
        count(*) AS comparisons,
        count(*) FILTER (WHERE NOT ok) AS mismatches,
        sum(missing) AS missing,
        sum(extra) AS extra,
        bool_and(n_got = n_ref) AS counts_equal
-  FROM exactness_log;
+  FROM exactness_log
+ GROUP BY 1
+ ORDER BY 1 DESC;
 
 -- Every method and element type was checked.
 SELECT typ, method, count(*) AS comparisons, count(*) FILTER (WHERE NOT ok) AS mismatches
@@ -416,9 +430,11 @@ SELECT count(*) AS boundaries,
        bool_and(n_at > 0 AND n_at < pairs) AS some_pairs_not_all
   FROM exactness_bounds;
 
--- eps = 0 found the duplicates; eps = max found every pair.
+-- eps = 0 found the duplicates; eps = max found every pair; include_self
+-- added one row per vector.
 SELECT bool_and(n_ref > 0 AND n_ref < pairs) FILTER (WHERE kind = 'zero') AS zero_finds_duplicates,
-       bool_and(n_ref = pairs) FILTER (WHERE kind = 'max') AS max_finds_all
+       bool_and(n_ref = pairs) FILTER (WHERE kind = 'max') AS max_finds_all,
+       count(*) FILTER (WHERE kind = 'self') AS include_self_checks
   FROM exactness_log;
 
 -- Any mismatch, with the rows that differ (none expected).  The data set of

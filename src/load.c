@@ -368,7 +368,11 @@ tc_load(Oid relid, const char *vector_column, const char *id_column,
 	int			rc;
 
 	memset(out, 0, sizeof(*out));
-	rel = relation_open(relid, AccessShareLock);
+	rel = try_relation_open(relid, AccessShareLock);
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
 	relkind = rel->rd_rel->relkind;
 	out->relname = MemoryContextStrdup(mcxt, RelationGetRelationName(rel));
 	if (relkind != RELKIND_RELATION && relkind != RELKIND_VIEW &&
