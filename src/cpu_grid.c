@@ -8,13 +8,8 @@
  * adjacent cells.  In a self-join each pair of adjacent cells is visited
  * once, from the cell with the smaller key ("unidirectional").
  *
- * Why no pair is lost.  A pair is returned iff its float8 sum s satisfies
- * s <= thr.  Each term t_j <= s, so |a_j - b_j| <= E = max(eps, 2^-530) *
- * (1 + 4u) (u = 2^-53; the 2^-530 covers terms that underflow to zero).
- * Cell coordinates are floor(fl(fl(x - lo) / w)), off from (x - lo) / w by
- * at most 2.01u * Q with Q = range / w <= 2^20.  With w >= max(eps, 2^-530)
- * * (1 + 1e-8), two such points differ by at most E / w + 4.02u * Q < 1 in
- * unrounded cell coordinate, so their cells are equal or adjacent.
+ * The plan (dimensions, widths) and the proof that no pair is lost are in
+ * grid_plan.c.
  */
 #include <float.h>
 #include <math.h>
@@ -23,13 +18,9 @@
 
 #include "distance.h"
 #include "engine_int.h"
+#include "grid_plan.h"
 
-#define TC_GRID_MAX_DIMS	6
-#define TC_GRID_MAX_CELLS_PER_DIM (1 << 20)
-#define TC_GRID_SAMPLE		1024	/* points sampled for the cost model */
 #define TC_GRID_ITEM_POINTS 64	/* points of a per work item */
-#define TC_COST_LOOKUP		6.0 /* per neighbour-row probe of a cell */
-#define TC_COST_POINT		40.0	/* per point: keys, sort, copy */
 
 /* One point set binned and sorted by cell. */
 typedef struct GridSet
@@ -53,12 +44,7 @@ typedef struct GridItem
 
 typedef struct Grid
 {
-	int			k;
-	int			dims[TC_GRID_MAX_DIMS];
-	double		lo[TC_GRID_MAX_DIMS];
-	double		w[TC_GRID_MAX_DIMS];
-	int64_t		ncell[TC_GRID_MAX_DIMS];
-	uint64_t	stride[TC_GRID_MAX_DIMS];
+	TcGridPlan	p;
 
 	GridSet		a;
 	GridSet		b;				/* self-join: unused, a serves */
@@ -77,45 +63,10 @@ typedef struct Grid
 	uint64_t   *tmp_keys;
 	uint64_t   *tmp_keys2;
 	int64_t    *tmp_idx2;
-	void	   *tmp_dims;
-	int64_t    *tmp_sample[2];
-	int64_t    *tmp_coords[2];
 } Grid;
 
 /* Points between two polls of the caller while building the index. */
 #define TC_POLL_POINTS (1 << 18)
-
-static inline double
-coord_at(const TcPoints *p, int64_t i, int dim)
-{
-	if (p->type == TC_FLOAT4)
-		return (double) ((const float *) p->data)[i * p->d + dim];
-	return ((const double *) p->data)[i * p->d + dim];
-}
-
-static inline int64_t
-cell_coord(const Grid *g, int j, double x)
-{
-	int64_t		c = (int64_t) floor((x - g->lo[j]) / g->w[j]);
-
-	/* Rounding may put the largest value one past the end. */
-	if (c >= g->ncell[j])
-		c = g->ncell[j] - 1;
-	if (c < 0)
-		c = 0;
-	return c;
-}
-
-/* splitmix64: a fixed, seeded sample keeps plans reproducible. */
-static uint64_t
-next_rand(uint64_t *state)
-{
-	uint64_t	z = (*state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
 
 static void
 free_set(GridSet *s)
@@ -133,17 +84,8 @@ free_scratch(Grid *g)
 	free(g->tmp_keys);
 	free(g->tmp_keys2);
 	free(g->tmp_idx2);
-	free(g->tmp_dims);
-	for (int i = 0; i < 2; i++)
-	{
-		free(g->tmp_sample[i]);
-		free(g->tmp_coords[i]);
-	}
 	g->tmp_keys = g->tmp_keys2 = NULL;
 	g->tmp_idx2 = NULL;
-	g->tmp_dims = NULL;
-	for (int i = 0; i < 2; i++)
-		g->tmp_sample[i] = g->tmp_coords[i] = NULL;
 }
 
 static void
@@ -248,8 +190,10 @@ build_set(TcJoin *join, Grid *g, const TcPoints *p, GridSet *s)
 
 		if (i % TC_POLL_POINTS == 0 && !tc_poll(join))
 			return TC_STOPPED;
-		for (int j = 0; j < g->k; j++)
-			key += (uint64_t) cell_coord(g, j, coord_at(p, i, g->dims[j])) * g->stride[j];
+		for (int j = 0; j < g->p.k; j++)
+			key += (uint64_t) tc_cell_coord(&g->p, j, p->type == TC_FLOAT4 ?
+												   (double) ((const float *) p->data)[i * p->d + g->p.dims[j]] :
+												   ((const double *) p->data)[i * p->d + g->p.dims[j]]) * g->p.stride[j];
 		keys[i] = key;
 		s->perm[i] = i;
 		if (key > maxkey)
@@ -294,7 +238,7 @@ build_set(TcJoin *join, Grid *g, const TcPoints *p, GridSet *s)
 static bool
 build_offsets(Grid *g, bool self)
 {
-	int			m = g->k - 1;
+	int			m = g->p.k - 1;
 	int			total = 1;
 
 	for (int j = 0; j < m; j++)
@@ -321,7 +265,7 @@ build_offsets(Grid *g, bool self)
 		if (self && sign <= 0)
 			continue;
 		for (int j = 0; j < m; j++)
-			delta += (int64_t) v[j] * (int64_t) g->stride[j];
+			delta += (int64_t) v[j] * (int64_t) g->p.stride[j];
 		memcpy(g->offs[g->noffs], v, sizeof(v));
 		g->off_delta[g->noffs] = delta;
 		g->noffs++;
@@ -451,7 +395,7 @@ grid_run_item(TcJoin *join, TcWorker *w, int64_t item)
 	const GridItem *it = &g->items[item];
 	const GridSet *as = &g->a;
 	const GridSet *bs = join->self ? &g->a : &g->b;
-	const int	k = g->k;
+	const int	k = g->p.k;
 	const int	last = k - 1;
 	int64_t		cursor[243];	/* one per neighbour row: 3^(6-1) at most */
 
@@ -476,7 +420,7 @@ grid_run_item(TcJoin *join, TcWorker *w, int64_t item)
 		if (tc_should_stop(join))
 			return;
 		for (int j = 0; j < k; j++)
-			cc[j] = (int64_t) (((uint64_t) key / g->stride[j]) % (uint64_t) g->ncell[j]);
+			cc[j] = (int64_t) (((uint64_t) key / g->p.stride[j]) % (uint64_t) g->p.ncell[j]);
 
 		if (join->self)
 		{
@@ -487,7 +431,7 @@ grid_run_item(TcJoin *join, TcWorker *w, int64_t item)
 			/* Same cell, then the next cell of the same row. */
 			if (!grid_block(w, join, g, i0, i1, i0, as->cell_start[c + 1], true))
 				return;
-			if (k > 0 && cc[last] + 1 < g->ncell[last] && c + 1 < as->ncells &&
+			if (k > 0 && cc[last] + 1 < g->p.ncell[last] && c + 1 < as->ncells &&
 				(int64_t) as->cell_key[c + 1] == key + 1 &&
 				!grid_block(w, join, g, i0, i1, as->cell_start[c + 1],
 							as->cell_start[c + 2], false))
@@ -509,11 +453,11 @@ grid_run_item(TcJoin *join, TcWorker *w, int64_t item)
 						hi_key;
 
 			for (int j = 0; j < last && inside; j++)
-				inside = cc[j] + v[j] >= 0 && cc[j] + v[j] < g->ncell[j];
+				inside = cc[j] + v[j] >= 0 && cc[j] + v[j] < g->p.ncell[j];
 			if (!inside)
 				continue;
 			lo_key = key + g->off_delta[o] - (cc[last] > 0 ? 1 : 0);
-			hi_key = key + g->off_delta[o] + (cc[last] + 1 < g->ncell[last] ? 1 : 0);
+			hi_key = key + g->off_delta[o] + (cc[last] + 1 < g->p.ncell[last] ? 1 : 0);
 			while (cursor[o] < bs->ncells && (int64_t) bs->cell_key[cursor[o]] < lo_key)
 				cursor[o]++;
 			for (int64_t p = cursor[o];
@@ -531,227 +475,24 @@ static const TcBackend grid_backend = {
 	.free_state = grid_free_state,
 };
 
-/* Per-dimension extent and sample variance. */
-typedef struct DimInfo
-{
-	int			dim;
-	double		lo;
-	double		hi;
-	double		var;
-} DimInfo;
-
-static int
-cmp_var_desc(const void *x, const void *y)
-{
-	const DimInfo *a = x,
-			   *b = y;
-
-	if (a->var != b->var)
-		return a->var < b->var ? 1 : -1;
-	return a->dim - b->dim;
-}
-
-static bool
-extent(TcJoin *join, const TcPoints *p, DimInfo *di, bool first)
-{
-	for (int64_t i = 0; i < p->n; i++)
-	{
-		if (i % TC_POLL_POINTS == 0 && !tc_poll(join))
-			return false;
-		for (int j = 0; j < p->d; j++)
-		{
-			double		x = coord_at(p, i, j);
-
-			if ((first && i == 0) || x < di[j].lo)
-				di[j].lo = x;
-			if ((first && i == 0) || x > di[j].hi)
-				di[j].hi = x;
-		}
-	}
-	return true;
-}
-
-/* Indices of a reproducible sample of at most m points of p. */
-static int64_t
-sample_points(const TcPoints *p, int64_t *out, int64_t m, uint64_t seed)
-{
-	uint64_t	state = seed;
-
-	if (p->n <= m)
-	{
-		for (int64_t i = 0; i < p->n; i++)
-			out[i] = i;
-		return p->n;
-	}
-	for (int64_t i = 0; i < m; i++)
-		out[i] = (int64_t) (next_rand(&state) % (uint64_t) p->n);
-	return m;
-}
-
 TcStatus
 tc_grid_prepare(TcJoin *join, bool allow_brute, TcError *err)
 {
-	const int	d = join->a.d;
-	const double eps = join->params.eps;
-	Grid	   *g = calloc(1, sizeof(Grid));
-	DimInfo    *di;
-	int64_t    *sa,
-			   *sb,
-			   *cca,
-			   *ccb;
-	int64_t		ma,
-				mb;
-	int			kmax = 0;
-	double		hits[TC_GRID_MAX_DIMS + 1] = {0};
-	double		sample_pairs;
-	double		na = (double) join->a.n;
-	double		nb = (double) join->b.n;
-	double		all_pairs = join->self ? na * (na - 1) / 2 : na * nb;
-	double		best_cost;
-	int			best_k = 0;
-	double		reach = (eps > 0x1p-530 ? eps : 0x1p-530) * (1.0 + 1e-8);
+	TcGridPlan	plan;
+	Grid	   *g;
 	TcStatus	st;
 
+	if ((st = tc_grid_plan(join, allow_brute, &plan, err)) != TC_OK)
+		return st;
+	if (plan.brute)
+		return tc_brute_prepare(join, err);
+
+	g = calloc(1, sizeof(Grid));
 	if (g == NULL)
 		goto nomem;
+	g->p = plan;
 	join->state = g;
 	join->backend = &grid_backend;
-	di = g->tmp_dims = calloc(d, sizeof(DimInfo));
-	sa = g->tmp_sample[0] = malloc(sizeof(int64_t) * TC_GRID_SAMPLE);
-	sb = g->tmp_sample[1] = malloc(sizeof(int64_t) * TC_GRID_SAMPLE);
-	if (di == NULL || sa == NULL || sb == NULL)
-		goto nomem;
-
-	/* Extent of every dimension over both sets; variance from a sample. */
-	for (int j = 0; j < d; j++)
-		di[j].dim = j;
-	if (!extent(join, &join->a, di, true) ||
-		(!join->self && !extent(join, &join->b, di, join->a.n == 0)))
-		return TC_STOPPED;
-	ma = sample_points(&join->a, sa, TC_GRID_SAMPLE, 0x5eed);
-	mb = join->self ? ma : sample_points(&join->b, sb, TC_GRID_SAMPLE, 0xb5eed);
-	if (join->self)
-		memcpy(sb, sa, sizeof(int64_t) * ma);
-	for (int j = 0; j < d; j++)
-	{
-		double		mean = 0,
-					m2 = 0;
-
-		for (int64_t i = 0; i < ma; i++)
-		{
-			double		x = coord_at(&join->a, sa[i], j);
-			double		delta = x - mean;
-
-			mean += delta / (double) (i + 1);
-			m2 += delta * (x - mean);
-		}
-		di[j].var = isfinite(m2) ? m2 : DBL_MAX;
-	}
-	qsort(di, d, sizeof(DimInfo), cmp_var_desc);
-
-	/*
-	 * Candidate grid dimensions, by decreasing variance: a finite extent
-	 * of at least three cells, and a key space that still fits in 62 bits.
-	 */
-	{
-		double		keyspace = 1.0;
-
-		for (int j = 0; j < d && kmax < TC_GRID_MAX_DIMS; j++)
-		{
-			double		range = di[j].hi - di[j].lo;
-			double		w;
-			int64_t		nc;
-
-			if (!isfinite(range) || !(range > 0))
-				continue;
-			w = fmax(reach, range / TC_GRID_MAX_CELLS_PER_DIM);
-			nc = (int64_t) floor(range / w) + 1;
-			if (nc < 3 || keyspace * (double) nc > 0x1p62)
-				continue;
-			keyspace *= (double) nc;
-			g->dims[kmax] = di[j].dim;
-			g->lo[kmax] = di[j].lo;
-			g->w[kmax] = w;
-			g->ncell[kmax] = nc;
-			kmax++;
-		}
-	}
-
-	/*
-	 * Cost model.  From a sample of pairs, the share that are neighbours on
-	 * the first k grid dimensions estimates the candidates of a k-dim grid;
-	 * probes grow as 3^(k-1) per cell.  k = 0 is brute force.
-	 */
-	if (kmax > 0)
-	{
-		cca = g->tmp_coords[0] = malloc(sizeof(int64_t) * ma * kmax + 1);
-		ccb = g->tmp_coords[1] = malloc(sizeof(int64_t) * mb * kmax + 1);
-		if (cca == NULL || ccb == NULL)
-			goto nomem;
-		for (int64_t i = 0; i < ma; i++)
-			for (int j = 0; j < kmax; j++)
-				cca[i * kmax + j] = cell_coord(g, j, coord_at(&join->a, sa[i], g->dims[j]));
-		for (int64_t i = 0; i < mb; i++)
-			for (int j = 0; j < kmax; j++)
-				ccb[i * kmax + j] = cell_coord(g, j, coord_at(&join->b, sb[i], g->dims[j]));
-		for (int64_t i = 0; i < ma; i++)
-			for (int64_t l = join->self ? i + 1 : 0; l < mb; l++)
-			{
-				int			depth = 0;
-
-				while (depth < kmax &&
-					   llabs(cca[i * kmax + depth] - ccb[l * kmax + depth]) <= 1)
-					depth++;
-				hits[depth] += 1;
-			}
-	}
-	sample_pairs = join->self ? (double) ma * (double) (ma - 1) / 2 : (double) ma * (double) mb;
-	best_cost = allow_brute ? tc_brute_cost(join) : INFINITY;
-	{
-		double		within = sample_pairs;	/* sample pairs neighbouring on k dims */
-		double		cells = 1.0;
-		double		probes = 1.0;
-
-		for (int k = 1; k <= kmax; k++)
-		{
-			double		frac,
-						cost;
-
-			within -= hits[k - 1];
-			cells *= (double) g->ncell[k - 1];
-			if (k > 1)
-				probes *= 3.0;
-			frac = sample_pairs > 0 ? fmax(within, 0.5) / sample_pairs : 1.0;
-			cost = frac * all_pairs * (TC_COST_PAIR + TC_COST_DIM * d) +
-				fmin(na, cells) * (join->self ? probes / 2 + 1 : probes) * TC_COST_LOOKUP +
-				(na + nb) * (TC_COST_POINT + d);
-			if (cost < best_cost)
-			{
-				best_cost = cost;
-				best_k = k;
-			}
-		}
-	}
-	free_scratch(g);
-
-	if (best_k == 0 && allow_brute)
-	{
-		grid_free_state(join);
-		return tc_brute_prepare(join, err);
-	}
-
-	/*
-	 * best_k == 0 with a forced grid: no usable dimension (every extent is
-	 * zero, infinite or under three cells), so one cell holds everything.
-	 */
-	g->k = best_k;
-	if (g->k > 0)
-	{
-		/* Key strides: the last grid dimension varies fastest. */
-		g->stride[g->k - 1] = 1;
-		for (int j = g->k - 2; j >= 0; j--)
-			g->stride[j] = g->stride[j + 1] * (uint64_t) g->ncell[j + 1];
-	}
 	if ((st = build_set(join, g, &join->a, &g->a)) != TC_OK ||
 		(!join->self && (st = build_set(join, g, &join->b, &g->b)) != TC_OK))
 	{
@@ -759,12 +500,12 @@ tc_grid_prepare(TcJoin *join, bool allow_brute, TcError *err)
 			goto nomem;
 		return st;
 	}
-	if ((g->k > 0 && !build_offsets(g, join->self)) || !build_items(join, g))
+	if ((g->p.k > 0 && !build_offsets(g, join->self)) || !build_items(join, g))
 		goto nomem;
 
-	join->stats.grid_dims = g->k;
-	for (int j = 0; j < g->k; j++)
-		join->stats.grid_dim_ids[j] = g->dims[j];
+	join->stats.grid_dims = g->p.k;
+	for (int j = 0; j < g->p.k; j++)
+		join->stats.grid_dim_ids[j] = g->p.dims[j];
 	join->stats.cells = g->a.ncells;
 	return TC_OK;
 

@@ -514,6 +514,7 @@ tc_join_destroy(TcJoin *join)
 	join_workers(join);
 	if (join->backend && join->backend->free_state)
 		join->backend->free_state(join);
+	tc_free_scratch(join);
 	for (int i = 0; i < join->nbatches; i++)
 		free(join->all_batches[i]);
 	free(join->all_batches);

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 
 #include "engine.h"
+#include "grid_plan.h"
 
 /* Pairs per output batch: large enough to amortise the hand-over. */
 #define TC_BATCH_PAIRS 8192
@@ -76,6 +77,10 @@ struct TcJoin
 	atomic_bool stop;			/* set on early stop, cancel or destroy */
 	atomic_int	worker_error;	/* a TcStatus set by a failing worker */
 	bool		ran;
+
+	/* Planner scratch: freed when planning ends, or by tc_join_destroy. */
+#define TC_SCRATCH_SLOTS 5
+	void	   *scratch[TC_SCRATCH_SLOTS];
 };
 
 /* Hand the worker's batch to the main thread; false when told to stop. */
@@ -123,6 +128,14 @@ extern TcStatus tc_brute_prepare(TcJoin *join, TcError *err);
 /* Cost units shared by the planners: roughly nanoseconds on one core. */
 #define TC_COST_PAIR	2.0		/* per candidate pair, besides its dims */
 #define TC_COST_DIM		0.7		/* per dimension of a candidate pair */
+
+/*
+ * Choose the grid for this join (grid_plan.c); with allow_brute, plan->brute
+ * says the cost model prefers brute force.  May return TC_STOPPED.
+ */
+extern TcStatus tc_grid_plan(TcJoin *join, bool allow_brute, TcGridPlan *plan,
+							 TcError *err);
+extern void tc_free_scratch(TcJoin *join);
 
 /* Estimated cost of the brute-force join of join->a with join->b. */
 extern double tc_brute_cost(const TcJoin *join);
