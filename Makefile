@@ -4,9 +4,23 @@ EXTVERSION = 0.1.0
 
 include src/engine_sources.mk
 
+# The CUDA back ends are built whenever nvcc is found; USE_CUDA=0 skips them.
+ifeq ($(NVCC),)
+USE_CUDA ?= 0
+else
+USE_CUDA ?= 1
+endif
+ifeq ($(USE_CUDA),1)
+ENGINE_C = $(filter-out gpu_none.c,$(TC_ENGINE_SRCS))
+CUDA_OBJS = $(patsubst %.cu,cuda/%.o,$(TC_CUDA_SRCS))
+else
+ENGINE_C = $(TC_ENGINE_SRCS)
+CUDA_OBJS =
+endif
+
 MODULE_big = tcjoin
 OBJS = src/tcjoin.o src/load.o src/output.o \
-	$(patsubst %.c,src/%.o,$(TC_ENGINE_SRCS))
+	$(patsubst %.c,src/%.o,$(ENGINE_C)) $(CUDA_OBJS)
 DATA = tcjoin--$(EXTVERSION).sql
 
 # pg_regress: every test in sql/, in name order.
@@ -17,13 +31,22 @@ REGRESS_OPTS = --inputdir=. --outputdir=.
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -std=gnu11 -ffp-contract=off -fno-fast-math -Werror -pthread
 SHLIB_LINK = -pthread -lm
+ifeq ($(USE_CUDA),1)
+SHLIB_LINK += $(CUDA_LIBS)
+endif
 
 # Debian's server is built with LLVM JIT; tcjoin's code is not inlined by the
 # JIT, and CUDA objects would have no bitcode.
 override with_llvm = no
 
-EXTRA_CLEAN = results regression.diffs regression.out
+EXTRA_CLEAN = results regression.diffs regression.out cuda/*.o
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+cuda/%.o: cuda/%.cu cuda/gpu.h src/engine.h src/grid_plan.h
+	$(NVCC) $(NVCC_FLAGS) -Isrc -Icuda -c -o $@ $<
+
+# PGXS tracks no header dependencies; every object depends on every header.
+$(OBJS): $(wildcard src/*.h cuda/*.h)

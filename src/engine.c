@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "../cuda/gpu.h"
 
 /* How long the caller's thread sleeps between polls, at most. */
 #define TC_POLL_NSEC (20 * 1000 * 1000)
@@ -68,6 +69,8 @@ tc_status_name(TcStatus status)
 			return "invalid argument";
 		case TC_ERR_NO_GPU:
 			return "no usable GPU";
+		case TC_ERR_GPU:
+			return "GPU error";
 		case TC_ERR_INTERNAL:
 			return "internal error";
 	}
@@ -136,11 +139,6 @@ tc_join_create(const TcPoints *a, const TcPoints *b, const TcJoinParams *params,
 		tc_set_error(err, TC_ERR_INVALID, "eps must be finite and non-negative");
 		return NULL;
 	}
-	if (params->device == TC_DEVICE_GPU)
-	{
-		tc_set_error(err, TC_ERR_NO_GPU, "tcjoin was built without CUDA support");
-		return NULL;
-	}
 
 	join = calloc(1, sizeof(TcJoin));
 	if (join == NULL)
@@ -174,6 +172,53 @@ tc_poll(TcJoin *join)
 		return false;
 	}
 	return !tc_should_stop(join);
+}
+
+/*
+ * Where the join runs: tcjoin.device = gpu needs a usable GPU; auto takes
+ * one when there is one.  The GPU back ends take self-joins only so far.
+ */
+static TcStatus
+choose_device(TcJoin *join, bool *use_gpu, TcError *err)
+{
+	char		reason[200];
+
+	*use_gpu = false;
+	if (join->params.device == TC_DEVICE_CPU)
+		return TC_OK;
+	if (!join->self)
+	{
+		if (join->params.device == TC_DEVICE_GPU)
+		{
+			tc_set_error(err, TC_ERR_NO_GPU, "joins of two point sets run on the CPU only");
+			return TC_ERR_NO_GPU;
+		}
+		return TC_OK;
+	}
+	if (tc_gpu_count(reason, sizeof(reason)) > 0)
+		*use_gpu = true;
+	else if (join->params.device == TC_DEVICE_GPU)
+	{
+		tc_set_error(err, TC_ERR_NO_GPU, "%s", reason);
+		return TC_ERR_NO_GPU;
+	}
+	return TC_OK;
+}
+
+/* The whole join on the GPU: its own index, batches and output loop. */
+static TcStatus
+run_gpu(TcJoin *join, TcError *err)
+{
+	TcGridPlan	plan;
+	TcStatus	st;
+
+	st = tc_grid_plan(join, join->params.method == TC_METHOD_AUTO, &plan, err);
+	if (st != TC_OK)
+		return st;
+	if (plan.brute || join->params.method == TC_METHOD_BRUTE)
+		plan.k = 0;				/* one cell: every pair is a candidate */
+	return tc_gpu_selfjoin(&join->gpu, &join->a, &join->params, &plan, join->thr,
+						   join->sink, &join->stats, err);
 }
 
 /* Plan and build the index; polls, so a cancel need not wait for it. */
@@ -396,6 +441,14 @@ tc_join_run(TcJoin *join, const TcSink *sink, TcError *err)
 	join->ran = true;
 	join->sink = sink;
 
+	{
+		bool		use_gpu;
+
+		if ((st = choose_device(join, &use_gpu, err)) != TC_OK)
+			return st;
+		if (use_gpu)
+			return run_gpu(join, err);
+	}
 	st = prepare(join, err);
 	if (st != TC_OK)
 		return st;
@@ -512,6 +565,7 @@ tc_join_destroy(TcJoin *join)
 		return;
 	request_stop(join);
 	join_workers(join);
+	tc_gpu_join_free(join->gpu);
 	if (join->backend && join->backend->free_state)
 		join->backend->free_state(join);
 	tc_free_scratch(join);

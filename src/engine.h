@@ -18,6 +18,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
 /* Element type of a point matrix, as stored by the caller. */
 typedef enum TcElemType
 {
@@ -60,6 +65,7 @@ typedef struct TcJoinParams
 	bool		exact;			/* false: approximate arithmetic allowed */
 	bool		include_self;	/* self-join only: also emit (i, i, 0) */
 	int			threads;		/* CPU compute threads, >= 1 */
+	size_t		gpu_memory_limit;	/* bytes a GPU join may take; 0: no limit */
 } TcJoinParams;
 
 /*
@@ -99,6 +105,7 @@ typedef enum TcStatus
 	TC_ERR_NOMEM,
 	TC_ERR_INVALID,
 	TC_ERR_NO_GPU,
+	TC_ERR_GPU,					/* a CUDA call failed; message has its error */
 	TC_ERR_INTERNAL
 } TcStatus;
 
@@ -166,5 +173,9 @@ extern int	tc_cpu_count(void);
 
 /* Name of a status, for messages. */
 extern const char *tc_status_name(TcStatus status);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif							/* TCJOIN_ENGINE_H */

@@ -56,6 +56,7 @@ struct TcJoin
 	TcJoinStats stats;
 
 	const TcSink *sink;			/* set by tc_join_run */
+	struct TcGpuJoin *gpu;		/* a GPU join's resources, if it ran there */
 	const TcBackend *backend;
 	void	   *state;
 	int64_t		nitems;

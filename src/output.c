@@ -70,6 +70,35 @@ emit_pairs(void *arg, const TcPair *pairs, size_t count)
 	return 0;
 }
 
+static void
+report_error(const TcError *err)
+{
+	switch (err->status)
+	{
+		case TC_ERR_NO_GPU:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("tcjoin.device is \"gpu\" but no GPU is usable"),
+					 errdetail("%s.", err->message),
+					 errhint("Set tcjoin.device to \"auto\" to fall back to the CPU.")));
+			break;
+		case TC_ERR_NOMEM:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("tcjoin: %s", err->message)));
+			break;
+		case TC_ERR_GPU:
+			ereport(ERROR,
+					(errcode(ERRCODE_SYSTEM_ERROR),
+					 errmsg("tcjoin: GPU error: %s", err->message)));
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("tcjoin: %s", err->message)));
+	}
+}
+
 static int
 poll_interrupts(void *arg)
 {
@@ -95,17 +124,7 @@ tc_run_selfjoin(const TcLoaded *loaded, const TcJoinParams *params,
 
 	guard->join = tc_join_create(&loaded->points, NULL, params, &err);
 	if (guard->join == NULL)
-	{
-		if (err.status == TC_ERR_NO_GPU)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("tcjoin.device is \"gpu\" but no GPU is usable"),
-					 errdetail("%s.", err.message),
-					 errhint("Set tcjoin.device to \"auto\" to fall back to the CPU.")));
-		ereport(ERROR,
-				(errcode(err.status == TC_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY : ERRCODE_INTERNAL_ERROR),
-				 errmsg("tcjoin: %s", err.message)));
-	}
+		report_error(&err);
 
 	st.store = store;
 	st.ids = loaded->ids;
@@ -132,9 +151,7 @@ tc_run_selfjoin(const TcLoaded *loaded, const TcJoinParams *params,
 	status = tc_join_run(guard->join, &sink, &err);
 	/* TC_STOPPED cannot happen: the callbacks never ask to stop. */
 	if (status != TC_OK && status != TC_STOPPED)
-		ereport(ERROR,
-				(errcode(status == TC_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY : ERRCODE_INTERNAL_ERROR),
-				 errmsg("tcjoin: %s", err.message)));
+		report_error(&err);
 	tc_join_get_stats(guard->join, &stats->join);
 	stats->output_seconds = st.seconds;
 	release_join(guard);

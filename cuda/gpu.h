@@ -1,0 +1,68 @@
+/*
+ * gpu.h
+ *		The CUDA back ends behind a plain C interface.
+ *
+ * The engine (C) plans the join and calls these functions; everything CUDA
+ * stays in cuda/.  Built without CUDA (USE_CUDA=0), src/gpu_none.c answers
+ * instead, saying why no GPU is usable.
+ *
+ * The CUDA runtime is linked statically and first touched by
+ * tc_gpu_count(), inside a join in a backend: never in the postmaster, and
+ * where no driver exists it simply reports no GPU.
+ */
+#ifndef TCJOIN_GPU_H
+#define TCJOIN_GPU_H
+
+#include <stddef.h>
+
+#include "engine.h"
+#include "grid_plan.h"
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+typedef struct TcGpuInfo
+{
+	int			device;
+	char		name[256];
+	int			major;			/* compute capability */
+	int			minor;
+	size_t		total_memory;
+	size_t		free_memory;
+	int			sm_count;
+} TcGpuInfo;
+
+/*
+ * Usable GPUs (0 when none); with none, reason (if not NULL) says why, e.g.
+ * "tcjoin was built without CUDA support" or the CUDA runtime's message.
+ */
+extern int	tc_gpu_count(char *reason, size_t reasonlen);
+
+/* Fill up to max entries; returns how many GPUs there are. */
+extern int	tc_gpu_list(TcGpuInfo *out, int max, char *reason, size_t reasonlen);
+
+typedef struct TcGpuJoin TcGpuJoin;
+
+/*
+ * Self-join a on the GPU along the given grid plan (plan->k == 0: brute
+ * force over one cell), streaming pairs to sink.  *handle is set before
+ * anything is allocated, so that if sink leaves by longjmp the caller can
+ * still release the GPU with tc_gpu_join_free(*handle).  stats is filled in
+ * as the join goes.
+ */
+extern TcStatus tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a,
+								const TcJoinParams *params,
+								const TcGridPlan *plan, double thr,
+								const TcSink *sink, TcJoinStats *stats,
+								TcError *err);
+
+/* Stop any kernel in flight, wait for it, and free everything.  NULL: no-op. */
+extern void tc_gpu_join_free(TcGpuJoin *handle);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* TCJOIN_GPU_H */

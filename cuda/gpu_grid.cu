@@ -1,0 +1,1050 @@
+/*
+ * gpu_grid.cu
+ *		Exact epsilon-grid self-join on the GPU, FP64 on CUDA cores.
+ *
+ * Index, built on the device: cell keys from the engine's grid plan (the
+ * same tc_cell_coord as the CPU), a radix sort of (key, point), the points
+ * gathered into cell order as float8, non-empty cells by run-length
+ * encoding.  Work items are up to 32 query points of one cell; each gets an
+ * upper bound on its pairs (queries x candidates), and items are sorted by
+ * that bound, largest first (sort by workload).  Warps take items from an
+ * atomic counter (the work queue).
+ *
+ * A warp's lanes hold the item's queries and walk the candidates together:
+ * the rest of their own cell (j > q), the next cell of the row, and the
+ * lexicographically positive neighbour rows, each cell pair once.  The
+ * distance is the contract's: __dsub_rn/__dmul_rn/__dadd_rn in index order,
+ * so no multiply-add is contracted and every sum and dist equals the CPU's
+ * bit for bit; the sum stops early once past thr, which cannot change an
+ * answer (partial sums only grow).
+ *
+ * Results: each warp stages hits in shared memory and appends them with one
+ * atomic per STAGE pairs into a bounded device buffer.  Batches are ranges
+ * of items whose bounds, scaled by the hit rate seen so far, fit the
+ * buffer; a batch that overflows anyway is dropped and rerun in halves, so
+ * no pair is ever lost, and no single item can overflow (its bound is at
+ * most half the buffer).  Two streams alternate: while one batch computes,
+ * the previous one is copied to pinned memory and handed to the sink.
+ */
+#include <cuda_runtime.h>
+#include <cub/cub.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+#include "gpu.h"
+
+#define WARP 32
+#define BLOCK_THREADS 256
+#define WARPS_PER_BLOCK (BLOCK_THREADS / WARP)
+#define STAGE 128				/* pairs staged per warp before an append */
+#define MAX_OFFS 121			/* (3^5 - 1) / 2 neighbour rows for k = 6 */
+#define FULL_MASK 0xffffffffu
+
+/* Default result buffer (pairs), halved until it fits the memory limit. */
+#define DEFAULT_CAPACITY (16u << 20)
+#define MIN_CAPACITY (1u << 16)
+/* Candidates per batch at most, so a cancel is seen within milliseconds. */
+#define MAX_BATCH_CANDIDATES 4e9
+#define OUT_BATCH 8192			/* pairs per sink->emit */
+
+__constant__ signed char c_offs[MAX_OFFS][TC_GRID_MAX_DIMS];
+__constant__ long long c_delta[MAX_OFFS];
+
+struct GridDev
+{
+	const double *pts;			/* n x d, cell order */
+	int			d;
+	int			k;
+	int			noffs;
+	const unsigned long long *cell_key;
+	const unsigned int *cell_start; /* ncells + 1 */
+	unsigned int ncells;
+	long long	ncell[TC_GRID_MAX_DIMS];
+	unsigned long long stride[TC_GRID_MAX_DIMS];
+	double		lo[TC_GRID_MAX_DIMS];
+	double		w[TC_GRID_MAX_DIMS];
+	int			dims[TC_GRID_MAX_DIMS];
+	double		thr;
+};
+
+struct BatchDev
+{
+	const unsigned long long *items;	/* (cell << 32) | (first query) */
+	const unsigned char *item_nq;		/* queries per item */
+	unsigned int lo;
+	unsigned int hi;
+	unsigned int *queue;
+	uint2	   *pairs;
+	double	   *dist;
+	unsigned int capacity;
+	unsigned int *count;
+	unsigned int *overflow;
+	unsigned long long *candidates;
+	const volatile int *abort;
+};
+
+struct Stage
+{
+	uint2		pair[STAGE];
+	double		dist[STAGE];
+};
+
+/* ---------- device code ---------- */
+
+__device__ __forceinline__ long long
+cell_coord_dev(const GridDev &g, int j, double x)
+{
+	/* Same operations as tc_cell_coord: IEEE subtract, divide, floor. */
+	long long	c = (long long) floor(__ddiv_rn(__dsub_rn(x, g.lo[j]), g.w[j]));
+
+	if (c >= g.ncell[j])
+		c = g.ncell[j] - 1;
+	if (c < 0)
+		c = 0;
+	return c;
+}
+
+__device__ __forceinline__ unsigned int
+lower_bound_key(const unsigned long long *keys, unsigned int n, unsigned long long key)
+{
+	unsigned int lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		if (keys[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The contract's sum with early exit; true iff s <= thr. */
+__device__ __forceinline__ bool
+within(const double *a, const double *b, int d, double thr, double *s_out)
+{
+	double		s = 0.0;
+	int			k = 0;
+
+	for (; k + 8 <= d; k += 8)
+	{
+#pragma unroll
+		for (int u = 0; u < 8; u++)
+		{
+			double		t = __dsub_rn(a[k + u], b[k + u]);
+
+			s = __dadd_rn(s, __dmul_rn(t, t));
+		}
+		if (s > thr)
+			return false;
+	}
+	for (; k < d; k++)
+	{
+		double		t = __dsub_rn(a[k], b[k]);
+
+		s = __dadd_rn(s, __dmul_rn(t, t));
+	}
+	*s_out = s;
+	return s <= thr;
+}
+
+/* Append the warp's staged pairs to the batch buffer (warp-uniform call). */
+__device__ void
+flush_stage(Stage &st, int &n, const BatchDev &b, int lane)
+{
+	unsigned int base = 0;
+
+	if (n == 0)
+		return;
+	if (lane == 0)
+		base = atomicAdd(b.count, (unsigned int) n);
+	base = __shfl_sync(FULL_MASK, base, 0);
+	if ((unsigned long long) base + n > b.capacity)
+	{
+		/* The batch will be rerun smaller; what was staged is dropped. */
+		if (lane == 0)
+			atomicExch(b.overflow, 1u);
+	}
+	else
+		for (int i = lane; i < n; i += WARP)
+		{
+			b.pairs[base + i] = st.pair[i];
+			b.dist[base + i] = st.dist[i];
+		}
+	__syncwarp();
+	n = 0;
+}
+
+/* Lane's query q against candidates [j0, j1); tri: only j > q. */
+__device__ void
+scan_range(const GridDev &g, const BatchDev &b, Stage &st, int &n, int lane,
+		   bool active, unsigned int q, unsigned int j0, unsigned int j1,
+		   bool tri, unsigned long long &cand)
+{
+	const double *a = g.pts + (size_t) q * g.d;
+
+	for (unsigned int j = j0; j < j1; j++)
+	{
+		bool		hit = false;
+		double		s = 0.0;
+		unsigned int m;
+
+		if (active && (!tri || j > q))
+		{
+			cand++;
+			hit = within(a, g.pts + (size_t) j * g.d, g.d, g.thr, &s);
+		}
+		m = __ballot_sync(FULL_MASK, hit);
+		if (m != 0)
+		{
+			int			cnt = __popc(m);
+
+			if (n + cnt > STAGE)
+				flush_stage(st, n, b, lane);
+			if (hit)
+			{
+				int			r = n + __popc(m & ((1u << lane) - 1));
+
+				st.pair[r] = make_uint2(q, j);
+				st.dist[r] = __dsqrt_rn(s);
+			}
+			n += cnt;
+			__syncwarp();
+		}
+	}
+}
+
+__global__ void
+__launch_bounds__(BLOCK_THREADS)
+join_kernel(GridDev g, BatchDev b)
+{
+	__shared__ Stage stages[WARPS_PER_BLOCK];
+	const int	lane = threadIdx.x % WARP;
+	Stage	   &st = stages[threadIdx.x / WARP];
+	int			n = 0;
+	unsigned long long cand = 0;
+
+	for (;;)
+	{
+		unsigned int it = 0;
+
+		if (lane == 0)
+			it = b.lo + atomicAdd(b.queue, 1u);
+		it = __shfl_sync(FULL_MASK, it, 0);
+		if (it >= b.hi || *(volatile unsigned int *) b.overflow != 0 || *b.abort != 0)
+			break;
+
+		{
+			unsigned long long item = b.items[it];
+			unsigned int c = (unsigned int) (item >> 32);
+			unsigned int q0 = (unsigned int) item;
+			unsigned int nq = b.item_nq[it];
+			unsigned int ce = g.cell_start[c + 1];
+			unsigned int q = q0 + lane;
+			bool		active = lane < (int) nq;
+			unsigned long long key = g.cell_key[c];
+			long long	cc[TC_GRID_MAX_DIMS];
+			const int	last = g.k - 1;
+
+			/* Own cell (j > q), then the next cell of the row. */
+			scan_range(g, b, st, n, lane, active, q, q0 + 1, ce, true, cand);
+			if (g.k == 0)
+				continue;
+			for (int j = 0; j < g.k; j++)
+				cc[j] = (long long) ((key / g.stride[j]) % (unsigned long long) g.ncell[j]);
+			if (cc[last] + 1 < g.ncell[last] && c + 1 < g.ncells &&
+				g.cell_key[c + 1] == key + 1)
+				scan_range(g, b, st, n, lane, active, q, g.cell_start[c + 1],
+						   g.cell_start[c + 2], false, cand);
+			for (int o = 0; o < g.noffs; o++)
+			{
+				bool		inside = true;
+				long long	lo_key,
+							hi_key;
+
+				for (int j = 0; j < last; j++)
+				{
+					long long	x = cc[j] + c_offs[o][j];
+
+					inside = inside && x >= 0 && x < g.ncell[j];
+				}
+				if (!inside)
+					continue;
+				lo_key = (long long) key + c_delta[o] - (cc[last] > 0 ? 1 : 0);
+				hi_key = (long long) key + c_delta[o] + (cc[last] + 1 < g.ncell[last] ? 1 : 0);
+				for (unsigned int p = lower_bound_key(g.cell_key, g.ncells, (unsigned long long) lo_key);
+					 p < g.ncells && (long long) g.cell_key[p] <= hi_key; p++)
+					scan_range(g, b, st, n, lane, active, q, g.cell_start[p],
+							   g.cell_start[p + 1], false, cand);
+			}
+		}
+	}
+	flush_stage(st, n, b, lane);
+	for (int off = WARP / 2; off > 0; off /= 2)
+		cand += __shfl_down_sync(FULL_MASK, cand, off);
+	if (lane == 0)
+		atomicAdd(b.candidates, cand);
+}
+
+/* Cell key of every point. */
+template <typename T>
+__global__ void
+keys_kernel(const T *raw, unsigned int n, GridDev g, unsigned long long *keys,
+			unsigned int *idx)
+{
+	unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= n)
+		return;
+	unsigned long long key = 0;
+
+	for (int j = 0; j < g.k; j++)
+		key += (unsigned long long) cell_coord_dev(g, j, (double) raw[(size_t) i * g.d + g.dims[j]]) * g.stride[j];
+	keys[i] = key;
+	idx[i] = i;
+}
+
+/* Points in cell order, as float8. */
+template <typename T>
+__global__ void
+gather_kernel(const T *raw, unsigned int n, int d, const unsigned int *idx, double *pts)
+{
+	size_t		t = (size_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (t >= (size_t) n * d)
+		return;
+	size_t		i = t / d;
+	int			k = (int) (t % d);
+
+	pts[t] = (double) raw[(size_t) idx[i] * d + k];
+}
+
+/*
+ * Candidates of each cell's neighbour cells (unidirectional), and the
+ * queries per item so that no item's bound exceeds max_bound.
+ */
+__global__ void
+cell_work_kernel(GridDev g, unsigned long long max_bound,
+				 unsigned long long *nbr, unsigned int *nq_out, unsigned int *nitems)
+{
+	unsigned int c = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (c >= g.ncells)
+		return;
+	unsigned int cs = g.cell_start[c],
+				ce = g.cell_start[c + 1];
+	unsigned long long key = g.cell_key[c];
+	unsigned long long sum = 0;
+
+	if (g.k > 0)
+	{
+		long long	cc[TC_GRID_MAX_DIMS];
+		const int	last = g.k - 1;
+
+		for (int j = 0; j < g.k; j++)
+			cc[j] = (long long) ((key / g.stride[j]) % (unsigned long long) g.ncell[j]);
+		if (cc[last] + 1 < g.ncell[last] && c + 1 < g.ncells && g.cell_key[c + 1] == key + 1)
+			sum += g.cell_start[c + 2] - g.cell_start[c + 1];
+		for (int o = 0; o < g.noffs; o++)
+		{
+			bool		inside = true;
+
+			for (int j = 0; j < last; j++)
+			{
+				long long	x = cc[j] + c_offs[o][j];
+
+				inside = inside && x >= 0 && x < g.ncell[j];
+			}
+			if (!inside)
+				continue;
+			long long	lo_key = (long long) key + c_delta[o] - (cc[last] > 0 ? 1 : 0);
+			long long	hi_key = (long long) key + c_delta[o] + (cc[last] + 1 < g.ncell[last] ? 1 : 0);
+
+			for (unsigned int p = lower_bound_key(g.cell_key, g.ncells, (unsigned long long) lo_key);
+				 p < g.ncells && (long long) g.cell_key[p] <= hi_key; p++)
+				sum += g.cell_start[p + 1] - g.cell_start[p];
+		}
+	}
+	nbr[c] = sum;
+
+	/* Per query at most (ce - cs - 1) + sum candidates. */
+	unsigned long long per_query = (ce - cs) + sum;
+	unsigned long long nq = per_query > 0 ? max_bound / per_query : WARP;
+
+	if (nq > WARP)
+		nq = WARP;
+	if (nq < 1)
+		nq = 1;
+	nq_out[c] = (unsigned int) nq;
+	nitems[c] = (ce - cs + (unsigned int) nq - 1) / (unsigned int) nq;
+}
+
+__global__ void
+fill_items_kernel(GridDev g, const unsigned long long *nbr, const unsigned int *nq_in,
+				  const unsigned int *item_off, unsigned long long *items,
+				  unsigned char *item_nq, unsigned long long *bounds)
+{
+	unsigned int c = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (c >= g.ncells)
+		return;
+	unsigned int cs = g.cell_start[c],
+				ce = g.cell_start[c + 1];
+	unsigned int nq = nq_in[c];
+	unsigned int out = item_off[c];
+
+	for (unsigned int q0 = cs; q0 < ce; q0 += nq, out++)
+	{
+		unsigned int m = min(nq, ce - q0);
+
+		items[out] = ((unsigned long long) c << 32) | q0;
+		item_nq[out] = (unsigned char) m;
+		bounds[out] = (unsigned long long) m * ((ce - q0 - 1) + nbr[c]);
+	}
+}
+
+/* ---------- host code ---------- */
+
+struct TcGpuJoin
+{
+	int			device;
+	cudaStream_t stream[2];
+	int			nstreams;
+	void	   *dev[48];
+	int			ndev;
+	size_t		used;
+	size_t		limit;
+	void	   *host[8];
+	int			nhost;
+	int		   *h_abort;		/* mapped: the host can stop a kernel */
+	int		   *d_abort;
+	unsigned int *h_perm;
+	TcPair	   *out;
+};
+
+#define CHECK(call) \
+	do { \
+		cudaError_t rc_ = (call); \
+		if (rc_ != cudaSuccess) \
+			return gpu_error(err, #call, rc_); \
+	} while (0)
+
+static TcStatus
+gpu_error(TcError *err, const char *what, cudaError_t rc)
+{
+	/* Name the CUDA call, not its arguments. */
+	const char *paren = strchr(what, '(');
+	int			len = paren ? (int) (paren - what) : (int) strlen(what);
+
+	if (err)
+	{
+		err->status = TC_ERR_GPU;
+		snprintf(err->message, sizeof(err->message), "%.*s failed: %s", len, what,
+				 cudaGetErrorString(rc));
+	}
+	cudaGetLastError();
+	return TC_ERR_GPU;
+}
+
+static TcStatus
+dev_alloc(TcGpuJoin *g, void **ptr, size_t bytes, TcError *err)
+{
+	*ptr = NULL;
+	if (bytes == 0)
+		bytes = 8;
+	if (g->limit > 0 && g->used + bytes > g->limit)
+	{
+		if (err)
+		{
+			err->status = TC_ERR_NOMEM;
+			snprintf(err->message, sizeof(err->message),
+					 "tcjoin.gpu_memory_limit (%zu MB) is too small for this join: it needs more than %zu MB",
+					 g->limit >> 20, (g->used + bytes + (1 << 20) - 1) >> 20);
+		}
+		return TC_ERR_NOMEM;
+	}
+	if (g->ndev >= (int) (sizeof(g->dev) / sizeof(g->dev[0])))
+	{
+		if (err)
+		{
+			err->status = TC_ERR_INTERNAL;
+			snprintf(err->message, sizeof(err->message), "too many GPU allocations");
+		}
+		return TC_ERR_INTERNAL;
+	}
+	CHECK(cudaMalloc(ptr, bytes));
+	g->dev[g->ndev++] = *ptr;
+	g->used += bytes;
+	return TC_OK;
+}
+
+static void
+dev_free(TcGpuJoin *g, void *ptr)
+{
+	for (int i = 0; i < g->ndev; i++)
+		if (g->dev[i] == ptr)
+		{
+			cudaFree(ptr);
+			g->dev[i] = g->dev[--g->ndev];
+			return;
+		}
+}
+
+static TcStatus
+host_alloc(TcGpuJoin *g, void **ptr, size_t bytes, unsigned int flags, TcError *err)
+{
+	*ptr = NULL;
+	CHECK(cudaHostAlloc(ptr, bytes > 0 ? bytes : 8, flags));
+	g->host[g->nhost++] = *ptr;
+	return TC_OK;
+}
+
+extern "C" void
+tc_gpu_join_free(TcGpuJoin *g)
+{
+	if (g == NULL)
+		return;
+	if (g->h_abort)
+		*(volatile int *) g->h_abort = 1;
+	for (int i = 0; i < g->nstreams; i++)
+	{
+		cudaStreamSynchronize(g->stream[i]);
+		cudaStreamDestroy(g->stream[i]);
+	}
+	for (int i = 0; i < g->ndev; i++)
+		cudaFree(g->dev[i]);
+	for (int i = 0; i < g->nhost; i++)
+		cudaFreeHost(g->host[i]);
+	free(g->h_perm);
+	free(g->out);
+	cudaGetLastError();
+	free(g);
+}
+
+/*
+ * Wait for a stream, polling the sink about every millisecond (the poll may
+ * longjmp; tc_gpu_join_free then stops the kernel through the abort flag).
+ */
+static TcStatus
+wait_stream(TcGpuJoin *g, cudaStream_t s, const TcSink *sink, TcError *err)
+{
+	double		next_poll = 0;
+
+	for (;;)
+	{
+		cudaError_t rc = cudaStreamQuery(s);
+
+		if (rc == cudaSuccess)
+			return TC_OK;
+		if (rc != cudaErrorNotReady)
+			return gpu_error(err, "cudaStreamQuery", rc);
+		if (sink->poll && tc_now() >= next_poll)
+		{
+			if (sink->poll(sink->arg) != 0)
+			{
+				*(volatile int *) g->h_abort = 1;
+				return TC_STOPPED;
+			}
+			next_poll = tc_now() + 0.001;
+		}
+		usleep(20);
+	}
+}
+
+/* Map device pairs (cell-order indices) to the caller's and emit them. */
+static TcStatus
+emit_pairs(TcGpuJoin *g, const uint2 *pairs, const double *dist, size_t count,
+		   const TcSink *sink, TcJoinStats *stats)
+{
+	for (size_t i = 0; i < count; i += OUT_BATCH)
+	{
+		size_t		m = std::min((size_t) OUT_BATCH, count - i);
+
+		for (size_t t = 0; t < m; t++)
+		{
+			g->out[t].a = g->h_perm[pairs[i + t].x];
+			g->out[t].b = g->h_perm[pairs[i + t].y];
+			g->out[t].dist = dist[i + t];
+		}
+		stats->pairs += m;
+		if (sink->emit(sink->arg, g->out, m) != 0)
+			return TC_STOPPED;
+	}
+	return TC_OK;
+}
+
+template <typename T>
+static TcStatus
+build_index(TcGpuJoin *g, const TcPoints *a, GridDev &gd, const T *d_raw,
+			unsigned int **d_perm_out, TcError *err)
+{
+	unsigned int n = (unsigned int) a->n;
+	unsigned long long *d_keys,
+			   *d_keys2;
+	unsigned int *d_idx,
+			   *d_idx2,
+			   *d_counts,
+			   *d_nruns;
+	void	   *d_tmp = NULL;
+	size_t		tmp_bytes = 0,
+				need;
+	int			end_bit = 1;
+	unsigned int ncells = 0;
+	double	   *d_pts;
+	unsigned long long *d_cell_key;
+	unsigned int *d_cell_start;
+	TcStatus	st;
+	unsigned long long maxkey = 1;
+	cudaStream_t s = g->stream[0];
+
+	for (int j = 0; j < gd.k; j++)
+		maxkey *= (unsigned long long) gd.ncell[j];
+	while (end_bit < 64 && (maxkey >> end_bit) != 0)
+		end_bit++;
+
+	if ((st = dev_alloc(g, (void **) &d_keys, sizeof(*d_keys) * n, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_keys2, sizeof(*d_keys2) * n, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_idx, sizeof(*d_idx) * n, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_idx2, sizeof(*d_idx2) * n, err)) != TC_OK)
+		return st;
+	keys_kernel<T><<<(n + 255) / 256, 256, 0, s>>>(d_raw, n, gd, d_keys, d_idx);
+	CHECK(cudaGetLastError());
+
+	CHECK(cub::DeviceRadixSort::SortPairs(NULL, tmp_bytes, d_keys, d_keys2, d_idx, d_idx2,
+										  n, 0, end_bit, s));
+	need = tmp_bytes;
+	CHECK(cub::DeviceRunLengthEncode::Encode(NULL, tmp_bytes, d_keys2, d_keys, d_idx,
+											 d_idx + 1, n, s));
+	need = std::max(need, tmp_bytes);
+	CHECK(cub::DeviceScan::ExclusiveSum(NULL, tmp_bytes, d_idx, d_idx, n + 1, s));
+	need = std::max(need, tmp_bytes);
+	if ((st = dev_alloc(g, &d_tmp, need, err)) != TC_OK)
+		return st;
+	tmp_bytes = need;
+	CHECK(cub::DeviceRadixSort::SortPairs(d_tmp, tmp_bytes, d_keys, d_keys2, d_idx, d_idx2,
+										  n, 0, end_bit, s));
+
+	/* Points into cell order, then cells: unique keys and their counts. */
+	if ((st = dev_alloc(g, (void **) &d_pts, sizeof(double) * (size_t) n * a->d, err)) != TC_OK)
+		return st;
+	{
+		size_t		total = (size_t) n * a->d;
+
+		gather_kernel<T><<<(unsigned int) ((total + 255) / 256), 256, 0, s>>>(d_raw, n, a->d, d_idx2, d_pts);
+		CHECK(cudaGetLastError());
+	}
+	if ((st = dev_alloc(g, (void **) &d_counts, sizeof(unsigned int) * (n + 1), err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_nruns, sizeof(unsigned int), err)) != TC_OK)
+		return st;
+	tmp_bytes = need;
+	CHECK(cub::DeviceRunLengthEncode::Encode(d_tmp, tmp_bytes, d_keys2, d_keys, d_counts,
+											 d_nruns, n, s));
+	CHECK(cudaMemcpyAsync(&ncells, d_nruns, sizeof(unsigned int), cudaMemcpyDeviceToHost, s));
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaMemsetAsync(d_counts + ncells, 0, sizeof(unsigned int), s));
+	tmp_bytes = need;
+	CHECK(cub::DeviceScan::ExclusiveSum(d_tmp, tmp_bytes, d_counts, d_counts, ncells + 1, s));
+
+	d_cell_key = d_keys;		/* first ncells entries */
+	d_cell_start = d_counts;	/* ncells + 1 entries */
+	dev_free(g, d_keys2);
+	dev_free(g, d_idx);
+	dev_free(g, d_tmp);
+	dev_free(g, d_nruns);
+
+	gd.pts = d_pts;
+	gd.cell_key = d_cell_key;
+	gd.cell_start = d_cell_start;
+	gd.ncells = ncells;
+	*d_perm_out = d_idx2;
+	return TC_OK;
+}
+
+extern "C" TcStatus
+tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params,
+				const TcGridPlan *plan, double thr, const TcSink *sink,
+				TcJoinStats *stats, TcError *err)
+{
+	TcGpuJoin  *g = (TcGpuJoin *) calloc(1, sizeof(TcGpuJoin));
+	GridDev		gd;
+	unsigned int n;
+	void	   *d_raw;
+	unsigned int *d_perm;
+	TcStatus	st;
+	double		t0 = tc_now();
+	size_t		rowbytes = (size_t) a->d * (size_t) a->type;
+	unsigned int capacity;
+	int			ndev;
+	char		reason[256];
+
+	*handle = g;
+	if (g == NULL)
+	{
+		err->status = TC_ERR_NOMEM;
+		snprintf(err->message, sizeof(err->message), "out of memory");
+		return TC_ERR_NOMEM;
+	}
+	if (a->n >= (int64_t) INT32_MAX)
+	{
+		err->status = TC_ERR_INVALID;
+		snprintf(err->message, sizeof(err->message),
+				 "the GPU join takes at most %d points", INT32_MAX - 1);
+		return TC_ERR_INVALID;
+	}
+	n = (unsigned int) a->n;
+	ndev = tc_gpu_count(reason, sizeof(reason));
+	if (ndev < 1)
+	{
+		err->status = TC_ERR_NO_GPU;
+		snprintf(err->message, sizeof(err->message), "%s", reason);
+		return TC_ERR_NO_GPU;
+	}
+	g->device = 0;
+	g->limit = params->gpu_memory_limit;
+	CHECK(cudaSetDevice(g->device));
+	for (int i = 0; i < 2; i++)
+	{
+		CHECK(cudaStreamCreateWithFlags(&g->stream[i], cudaStreamNonBlocking));
+		g->nstreams++;
+	}
+	if ((st = host_alloc(g, (void **) &g->h_abort, sizeof(int), cudaHostAllocMapped, err)) != TC_OK)
+		return st;
+	*g->h_abort = 0;
+	CHECK(cudaHostGetDevicePointer((void **) &g->d_abort, g->h_abort, 0));
+	stats->device = "gpu";
+	stats->method = plan->k > 0 ? "grid" : "brute";
+	stats->threads = 1;
+	stats->grid_dims = plan->k;
+	for (int j = 0; j < plan->k; j++)
+		stats->grid_dim_ids[j] = plan->dims[j];
+
+	if (params->include_self)
+	{
+		/* (i, i, 0): the contract's sum of a point with itself is 0. */
+		g->out = (TcPair *) malloc(sizeof(TcPair) * OUT_BATCH);
+		if (g->out == NULL)
+			return TC_ERR_NOMEM;
+		for (int64_t i = 0; i < a->n; i += OUT_BATCH)
+		{
+			size_t		m = (size_t) std::min((int64_t) OUT_BATCH, a->n - i);
+
+			for (size_t t = 0; t < m; t++)
+			{
+				g->out[t].a = g->out[t].b = i + (int64_t) t;
+				g->out[t].dist = 0.0;
+			}
+			stats->pairs += m;
+			if (sink->emit(sink->arg, g->out, m) != 0)
+				return TC_STOPPED;
+		}
+	}
+	if (n < 2)
+	{
+		stats->index_seconds = tc_now() - t0;
+		return TC_OK;
+	}
+
+	/* Upload, then the index. */
+	memset(&gd, 0, sizeof(gd));
+	gd.d = a->d;
+	gd.k = plan->k;
+	gd.thr = thr;
+	for (int j = 0; j < plan->k; j++)
+	{
+		gd.ncell[j] = plan->ncell[j];
+		gd.stride[j] = plan->stride[j];
+		gd.lo[j] = plan->lo[j];
+		gd.w[j] = plan->w[j];
+		gd.dims[j] = plan->dims[j];
+	}
+	{
+		signed char offs[MAX_OFFS][TC_GRID_MAX_DIMS];
+		long long	delta[MAX_OFFS];
+		int			m = plan->k > 0 ? plan->k - 1 : 0;
+		int			total = 1;
+
+		memset(offs, 0, sizeof(offs));
+		for (int j = 0; j < m; j++)
+			total *= 3;
+		gd.noffs = 0;
+		for (int code = 0; plan->k > 0 && code < total; code++)
+		{
+			int			v[TC_GRID_MAX_DIMS] = {0};
+			int			c = code,
+						sign = 0;
+			long long	dl = 0;
+
+			for (int j = m - 1; j >= 0; j--)
+			{
+				v[j] = c % 3 - 1;
+				c /= 3;
+			}
+			for (int j = 0; j < m && sign == 0; j++)
+				sign = v[j];
+			if (sign <= 0)
+				continue;		/* lexicographically positive rows only */
+			for (int j = 0; j < m; j++)
+			{
+				offs[gd.noffs][j] = (signed char) v[j];
+				dl += (long long) v[j] * (long long) plan->stride[j];
+			}
+			delta[gd.noffs++] = dl;
+		}
+		CHECK(cudaMemcpyToSymbol(c_offs, offs, sizeof(offs)));
+		CHECK(cudaMemcpyToSymbol(c_delta, delta, sizeof(delta)));
+	}
+	if ((st = dev_alloc(g, &d_raw, rowbytes * n, err)) != TC_OK)
+		return st;
+	CHECK(cudaMemcpyAsync(d_raw, a->data, rowbytes * n, cudaMemcpyHostToDevice, g->stream[0]));
+	st = a->type == TC_FLOAT4 ?
+		build_index<float>(g, a, gd, (const float *) d_raw, &d_perm, err) :
+		build_index<double>(g, a, gd, (const double *) d_raw, &d_perm, err);
+	if (st != TC_OK)
+		return st;
+	CHECK(cudaStreamSynchronize(g->stream[0]));
+	dev_free(g, d_raw);
+
+	/* The permutation, for mapping results back to the caller's indices. */
+	g->h_perm = (unsigned int *) malloc(sizeof(unsigned int) * n);
+	if (g->out == NULL)
+		g->out = (TcPair *) malloc(sizeof(TcPair) * OUT_BATCH);
+	if (g->h_perm == NULL || g->out == NULL)
+	{
+		err->status = TC_ERR_NOMEM;
+		snprintf(err->message, sizeof(err->message), "out of memory");
+		return TC_ERR_NOMEM;
+	}
+	CHECK(cudaMemcpy(g->h_perm, d_perm, sizeof(unsigned int) * n, cudaMemcpyDeviceToHost));
+	dev_free(g, d_perm);
+	stats->cells = gd.ncells;
+
+	/*
+	 * Result buffers: two (one per stream), as large as the memory limit
+	 * allows after the work items, up to DEFAULT_CAPACITY pairs.
+	 */
+	{
+		size_t		items_bytes = (size_t) n * (8 + 1 + 8 + 4 + 4 + 8) + (1 << 20);
+		size_t		per_pair = 2 * (sizeof(uint2) + sizeof(double));
+
+		capacity = DEFAULT_CAPACITY;
+		if (g->limit > 0)
+		{
+			size_t		room = g->limit > g->used + items_bytes ? g->limit - g->used - items_bytes : 0;
+
+			while (capacity > MIN_CAPACITY && (size_t) capacity * per_pair > room)
+				capacity /= 2;
+		}
+	}
+
+	/* Work items: bounds, queries per item, sorted by bound. */
+	unsigned long long *d_nbr,
+			   *d_items,
+			   *d_items2,
+			   *d_bounds,
+			   *d_bounds2;
+	unsigned int *d_nq,
+			   *d_nit;
+	unsigned char *d_item_nq;
+	unsigned int nitems = 0,
+				last_off = 0,
+				last_cnt = 0;
+	unsigned int ncells = gd.ncells;
+	cudaStream_t s0 = g->stream[0];
+
+	if ((st = dev_alloc(g, (void **) &d_nbr, sizeof(*d_nbr) * ncells, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_nq, sizeof(*d_nq) * ncells, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_nit, sizeof(*d_nit) * (ncells + 1), err)) != TC_OK)
+		return st;
+	cell_work_kernel<<<(ncells + 255) / 256, 256, 0, s0>>>(gd, capacity / 2, d_nbr, d_nq, d_nit);
+	CHECK(cudaGetLastError());
+	CHECK(cudaMemcpyAsync(&last_cnt, d_nit + ncells - 1, sizeof(unsigned int), cudaMemcpyDeviceToHost, s0));
+	{
+		void	   *d_tmp;
+		size_t		tmp_bytes = 0;
+
+		CHECK(cub::DeviceScan::ExclusiveSum(NULL, tmp_bytes, d_nit, d_nit, ncells, s0));
+		if ((st = dev_alloc(g, &d_tmp, tmp_bytes, err)) != TC_OK)
+			return st;
+		CHECK(cub::DeviceScan::ExclusiveSum(d_tmp, tmp_bytes, d_nit, d_nit, ncells, s0));
+		CHECK(cudaMemcpyAsync(&last_off, d_nit + ncells - 1, sizeof(unsigned int), cudaMemcpyDeviceToHost, s0));
+		CHECK(cudaStreamSynchronize(s0));
+		dev_free(g, d_tmp);
+	}
+	nitems = last_off + last_cnt;
+	if ((st = dev_alloc(g, (void **) &d_items, sizeof(*d_items) * nitems, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_items2, sizeof(*d_items2) * nitems, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_bounds, sizeof(*d_bounds) * nitems, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_bounds2, sizeof(*d_bounds2) * nitems, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_item_nq, nitems, err)) != TC_OK)
+		return st;
+	{
+		unsigned char *d_item_nq_tmp;
+		void	   *d_tmp;
+		size_t		tmp_bytes = 0,
+					tmp2 = 0;
+
+		if ((st = dev_alloc(g, (void **) &d_item_nq_tmp, nitems, err)) != TC_OK)
+			return st;
+		fill_items_kernel<<<(ncells + 255) / 256, 256, 0, s0>>>(gd, d_nbr, d_nq, d_nit, d_items,
+																 d_item_nq_tmp, d_bounds);
+		CHECK(cudaGetLastError());
+		/* Sort items by bound, largest first; the queries count follows. */
+		CHECK(cub::DeviceRadixSort::SortPairsDescending(NULL, tmp_bytes, d_bounds, d_bounds2,
+														d_items, d_items2, nitems, 0, 64, s0));
+		CHECK(cub::DeviceRadixSort::SortPairsDescending(NULL, tmp2, d_bounds, d_bounds2,
+														d_item_nq_tmp, d_item_nq, nitems, 0, 64, s0));
+		if ((st = dev_alloc(g, &d_tmp, std::max(tmp_bytes, tmp2), err)) != TC_OK)
+			return st;
+		tmp_bytes = std::max(tmp_bytes, tmp2);
+		CHECK(cub::DeviceRadixSort::SortPairsDescending(d_tmp, tmp_bytes, d_bounds, d_bounds2,
+														d_items, d_items2, nitems, 0, 64, s0));
+		tmp_bytes = std::max(tmp_bytes, tmp2);
+		CHECK(cub::DeviceRadixSort::SortPairsDescending(d_tmp, tmp_bytes, d_bounds, d_bounds2,
+														d_item_nq_tmp, d_item_nq, nitems, 0, 64, s0));
+		CHECK(cudaStreamSynchronize(s0));
+		dev_free(g, d_tmp);
+		dev_free(g, d_item_nq_tmp);
+		dev_free(g, d_items);
+		dev_free(g, d_bounds);
+		dev_free(g, d_nq);
+		dev_free(g, d_nit);
+		dev_free(g, d_nbr);
+	}
+	unsigned long long *h_bounds = NULL;
+
+	if ((st = host_alloc(g, (void **) &h_bounds, sizeof(*h_bounds) * nitems, cudaHostAllocDefault, err)) != TC_OK)
+		return st;
+	CHECK(cudaMemcpy(h_bounds, d_bounds2, sizeof(*h_bounds) * nitems, cudaMemcpyDeviceToHost));
+	dev_free(g, d_bounds2);
+
+	/* Result buffers and per-batch counters, one set per stream. */
+	uint2	   *d_pairs[2],
+			   *h_pairs[2];
+	double	   *d_dist[2],
+			   *h_dist[2];
+	unsigned int *d_meta[2],
+			   *h_meta[2];		/* count, overflow, queue */
+	unsigned long long *d_cand;
+
+	for (int i = 0; i < 2; i++)
+	{
+		if ((st = dev_alloc(g, (void **) &d_pairs[i], sizeof(uint2) * capacity, err)) != TC_OK ||
+			(st = dev_alloc(g, (void **) &d_dist[i], sizeof(double) * capacity, err)) != TC_OK ||
+			(st = dev_alloc(g, (void **) &d_meta[i], sizeof(unsigned int) * 4, err)) != TC_OK ||
+			(st = host_alloc(g, (void **) &h_pairs[i], sizeof(uint2) * capacity, cudaHostAllocDefault, err)) != TC_OK ||
+			(st = host_alloc(g, (void **) &h_dist[i], sizeof(double) * capacity, cudaHostAllocDefault, err)) != TC_OK ||
+			(st = host_alloc(g, (void **) &h_meta[i], sizeof(unsigned int) * 4, cudaHostAllocDefault, err)) != TC_OK)
+			return st;
+	}
+	if ((st = dev_alloc(g, (void **) &d_cand, sizeof(*d_cand), err)) != TC_OK)
+		return st;
+	CHECK(cudaMemset(d_cand, 0, sizeof(*d_cand)));
+	stats->index_seconds = tc_now() - t0;
+
+	/* The batches. */
+	double		t1 = tc_now();
+	int			sms = 0;
+	double		rate = 1.0;		/* pairs per unit of bound, conservatively */
+	unsigned int lo = 0;
+	int			pending = -1;
+	int			cur = 0;
+
+	CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->device));
+	while (lo < nitems || pending >= 0)
+	{
+		int			launched = -1;
+		unsigned int hi = lo;
+		double		sum = 0;
+
+		if (lo < nitems)
+		{
+			/* As many items as should fit the buffer at the rate seen. */
+			while (hi < nitems &&
+				   (hi == lo ||
+					((sum + (double) h_bounds[hi]) * rate <= 0.8 * capacity &&
+					 sum + (double) h_bounds[hi] <= MAX_BATCH_CANDIDATES)))
+				sum += (double) h_bounds[hi++];
+
+			BatchDev	bd;
+
+			bd.items = d_items2;
+			bd.item_nq = d_item_nq;
+			bd.lo = lo;
+			bd.hi = hi;
+			bd.count = d_meta[cur];
+			bd.overflow = d_meta[cur] + 1;
+			bd.queue = d_meta[cur] + 2;
+			bd.pairs = d_pairs[cur];
+			bd.dist = d_dist[cur];
+			bd.capacity = capacity;
+			bd.candidates = d_cand;
+			bd.abort = g->d_abort;
+			CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 4, g->stream[cur]));
+			join_kernel<<<std::min((unsigned int) sms * 8, (hi - lo + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK),
+				BLOCK_THREADS, 0, g->stream[cur]>>>(gd, bd);
+			CHECK(cudaGetLastError());
+			CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 4,
+								  cudaMemcpyDeviceToHost, g->stream[cur]));
+			launched = cur;
+		}
+		if (pending >= 0)
+		{
+			/* The previous batch's pairs, while this one computes. */
+			if ((st = wait_stream(g, g->stream[pending], sink, err)) != TC_OK)
+				return st;
+			if ((st = emit_pairs(g, h_pairs[pending], h_dist[pending], h_meta[pending][0],
+								 sink, stats)) != TC_OK)
+				return st;
+			pending = -1;
+		}
+		if (launched >= 0)
+		{
+			if ((st = wait_stream(g, g->stream[launched], sink, err)) != TC_OK)
+				return st;
+			if (h_meta[launched][1] != 0)
+			{
+				/* Overflow: rerun fewer items; the rate was too low. */
+				rate = std::min(1.0, rate * 4);
+				if (hi - lo == 1)
+				{
+					err->status = TC_ERR_INTERNAL;
+					snprintf(err->message, sizeof(err->message),
+							 "a GPU work item overflowed its result buffer");
+					return TC_ERR_INTERNAL;
+				}
+				continue;
+			}
+			{
+				unsigned int count = h_meta[launched][0];
+
+				if (sum > 0)
+					rate = std::min(1.0, std::max(1e-6, 1.5 * count / sum));
+				CHECK(cudaMemcpyAsync(h_pairs[launched], d_pairs[launched], sizeof(uint2) * count,
+									  cudaMemcpyDeviceToHost, g->stream[launched]));
+				CHECK(cudaMemcpyAsync(h_dist[launched], d_dist[launched], sizeof(double) * count,
+									  cudaMemcpyDeviceToHost, g->stream[launched]));
+				pending = launched;
+				cur ^= 1;
+				lo = hi;
+			}
+		}
+	}
+	{
+		unsigned long long cand = 0;
+
+		CHECK(cudaMemcpy(&cand, d_cand, sizeof(cand), cudaMemcpyDeviceToHost));
+		stats->candidates = cand;
+	}
+	stats->join_seconds = tc_now() - t1;
+	return TC_OK;
+}

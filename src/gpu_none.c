@@ -1,0 +1,49 @@
+/*
+ * gpu_none.c
+ *		The GPU interface (cuda/gpu.h) in a build without CUDA: no GPU is
+ *		ever usable, and the reason says so.
+ */
+#include <stdio.h>
+
+#include "../cuda/gpu.h"
+
+static const char *const no_cuda = "tcjoin was built without CUDA support";
+
+int
+tc_gpu_count(char *reason, size_t reasonlen)
+{
+	if (reason != NULL && reasonlen > 0)
+		snprintf(reason, reasonlen, "%s", no_cuda);
+	return 0;
+}
+
+int
+tc_gpu_list(TcGpuInfo *out, int max, char *reason, size_t reasonlen)
+{
+	(void) out;
+	(void) max;
+	return tc_gpu_count(reason, reasonlen);
+}
+
+TcStatus
+tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params,
+				const TcGridPlan *plan, double thr, const TcSink *sink,
+				TcJoinStats *stats, TcError *err)
+{
+	(void) a;
+	(void) params;
+	(void) plan;
+	(void) thr;
+	(void) sink;
+	(void) stats;
+	*handle = NULL;
+	err->status = TC_ERR_NO_GPU;
+	snprintf(err->message, sizeof(err->message), "%s", no_cuda);
+	return TC_ERR_NO_GPU;
+}
+
+void
+tc_gpu_join_free(TcGpuJoin *handle)
+{
+	(void) handle;
+}
