@@ -49,7 +49,7 @@
 
 /* Default result buffer (pairs), halved until it fits the memory limit. */
 #define DEFAULT_CAPACITY (16u << 20)
-#define MIN_CAPACITY (1u << 16)
+#define MIN_CAPACITY (1u << 16)	/* with a memory limit; tests may go lower */
 /* Candidates per batch at most, so a cancel is seen within milliseconds. */
 #define MAX_BATCH_CANDIDATES 4e9
 #define OUT_BATCH 8192			/* pairs per sink->emit */
@@ -330,12 +330,12 @@ gather_kernel(const T *raw, unsigned int n, int d, const unsigned int *idx, doub
 }
 
 /*
- * Candidates of each cell's neighbour cells (unidirectional), and the
- * queries per item so that no item's bound exceeds max_bound.
+ * Candidates of each cell's neighbour cells (unidirectional), and the most
+ * candidates any one query of the cell can have.
  */
 __global__ void
-cell_work_kernel(GridDev g, unsigned long long max_bound,
-				 unsigned long long *nbr, unsigned int *nq_out, unsigned int *nitems)
+cell_nbr_kernel(GridDev g, unsigned long long *nbr, unsigned long long *per_query,
+				unsigned long long *cell_bound)
 {
 	unsigned int c = blockIdx.x * blockDim.x + threadIdx.x;
 
@@ -376,17 +376,26 @@ cell_work_kernel(GridDev g, unsigned long long max_bound,
 		}
 	}
 	nbr[c] = sum;
+	per_query[c] = (ce - cs - 1) + sum;
+	cell_bound[c] = (unsigned long long) (ce - cs) * (ce - cs - 1) / 2 +
+		(unsigned long long) (ce - cs) * sum;
+}
 
-	/* Per query at most (ce - cs - 1) + sum candidates. */
-	unsigned long long per_query = (ce - cs) + sum;
-	unsigned long long nq = per_query > 0 ? max_bound / per_query : WARP;
+/* Queries per item, so that no item's bound exceeds max_bound. */
+__global__ void
+cell_items_kernel(GridDev g, unsigned long long max_bound, const unsigned long long *per_query,
+				  unsigned int *nq_out, unsigned int *nitems)
+{
+	unsigned int c = blockIdx.x * blockDim.x + threadIdx.x;
 
-	if (nq > WARP)
-		nq = WARP;
-	if (nq < 1)
-		nq = 1;
+	if (c >= g.ncells)
+		return;
+	unsigned int cnt = g.cell_start[c + 1] - g.cell_start[c];
+	unsigned long long nq = per_query[c] > 0 ? max_bound / per_query[c] : WARP;
+
+	nq = nq > WARP ? WARP : nq < 1 ? 1 : nq;
 	nq_out[c] = (unsigned int) nq;
-	nitems[c] = (ce - cs + (unsigned int) nq - 1) / (unsigned int) nq;
+	nitems[c] = (cnt + (unsigned int) nq - 1) / (unsigned int) nq;
 }
 
 __global__ void
@@ -429,6 +438,7 @@ struct TcGpuJoin
 	int		   *h_abort;		/* mapped: the host can stop a kernel */
 	int		   *d_abort;
 	unsigned int *h_perm;
+	unsigned long long *h_bounds;
 	TcPair	   *out;
 };
 
@@ -526,6 +536,7 @@ tc_gpu_join_free(TcGpuJoin *g)
 	for (int i = 0; i < g->nhost; i++)
 		cudaFreeHost(g->host[i]);
 	free(g->h_perm);
+	free(g->h_bounds);
 	free(g->out);
 	cudaGetLastError();
 	free(g);
@@ -828,26 +839,10 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 	dev_free(g, d_perm);
 	stats->cells = gd.ncells;
 
-	/*
-	 * Result buffers: two (one per stream), as large as the memory limit
-	 * allows after the work items, up to DEFAULT_CAPACITY pairs.
-	 */
-	{
-		size_t		items_bytes = (size_t) n * (8 + 1 + 8 + 4 + 4 + 8) + (1 << 20);
-		size_t		per_pair = 2 * (sizeof(uint2) + sizeof(double));
-
-		capacity = DEFAULT_CAPACITY;
-		if (g->limit > 0)
-		{
-			size_t		room = g->limit > g->used + items_bytes ? g->limit - g->used - items_bytes : 0;
-
-			while (capacity > MIN_CAPACITY && (size_t) capacity * per_pair > room)
-				capacity /= 2;
-		}
-	}
-
 	/* Work items: bounds, queries per item, sorted by bound. */
 	unsigned long long *d_nbr,
+			   *d_pq,
+			   *d_cb,
 			   *d_items,
 			   *d_items2,
 			   *d_bounds,
@@ -858,14 +853,72 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 	unsigned int nitems = 0,
 				last_off = 0,
 				last_cnt = 0;
+	unsigned long long max_pq = 0,
+				total_bound = 0;
 	unsigned int ncells = gd.ncells;
 	cudaStream_t s0 = g->stream[0];
 
 	if ((st = dev_alloc(g, (void **) &d_nbr, sizeof(*d_nbr) * ncells, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_pq, sizeof(*d_pq) * (ncells + 1), err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_cb, sizeof(*d_cb) * (ncells + 1), err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_nq, sizeof(*d_nq) * ncells, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_nit, sizeof(*d_nit) * (ncells + 1), err)) != TC_OK)
 		return st;
-	cell_work_kernel<<<(ncells + 255) / 256, 256, 0, s0>>>(gd, capacity / 2, d_nbr, d_nq, d_nit);
+	cell_nbr_kernel<<<(ncells + 255) / 256, 256, 0, s0>>>(gd, d_nbr, d_pq, d_cb);
+	CHECK(cudaGetLastError());
+	{
+		void	   *d_tmp;
+		size_t		tmp_bytes = 0,
+					tmp2 = 0;
+
+		CHECK(cub::DeviceReduce::Max(NULL, tmp_bytes, d_pq, d_pq + ncells, ncells, s0));
+		CHECK(cub::DeviceReduce::Sum(NULL, tmp2, d_cb, d_cb + ncells, ncells, s0));
+		tmp_bytes = std::max(tmp_bytes, tmp2);
+		if ((st = dev_alloc(g, &d_tmp, tmp_bytes, err)) != TC_OK)
+			return st;
+		CHECK(cub::DeviceReduce::Max(d_tmp, tmp_bytes, d_pq, d_pq + ncells, ncells, s0));
+		CHECK(cub::DeviceReduce::Sum(d_tmp, tmp_bytes, d_cb, d_cb + ncells, ncells, s0));
+		CHECK(cudaMemcpyAsync(&max_pq, d_pq + ncells, sizeof(max_pq), cudaMemcpyDeviceToHost, s0));
+		CHECK(cudaMemcpyAsync(&total_bound, d_cb + ncells, sizeof(total_bound), cudaMemcpyDeviceToHost, s0));
+		CHECK(cudaStreamSynchronize(s0));
+		dev_free(g, d_tmp);
+		dev_free(g, d_cb);
+	}
+
+	/*
+	 * Result buffers: two (one per stream), as large as the memory limit
+	 * allows after the work items, up to DEFAULT_CAPACITY pairs, and never
+	 * below twice the candidates of one query, so that an item of a single
+	 * query always fits half a buffer.
+	 */
+	{
+		size_t		items_bytes = (size_t) n * (8 + 1 + 8 + 8 + 8 + 1) + (1 << 20);
+		size_t		per_pair = 2 * (sizeof(uint2) + sizeof(double));
+		unsigned long long floor_cap = std::max((unsigned long long) MIN_CAPACITY / 16, 2 * max_pq);
+
+		capacity = DEFAULT_CAPACITY;
+		if (params->gpu_result_pairs > 0)
+			capacity = (unsigned int) std::min((size_t) DEFAULT_CAPACITY, params->gpu_result_pairs);
+		if (g->limit > 0)
+		{
+			size_t		room = g->limit > g->used + items_bytes ? g->limit - g->used - items_bytes : 0;
+
+			while (capacity > MIN_CAPACITY && (size_t) capacity * per_pair > room)
+				capacity /= 2;
+		}
+		if (floor_cap > UINT32_MAX / 2)
+		{
+			err->status = TC_ERR_INVALID;
+			snprintf(err->message, sizeof(err->message),
+					 "a point has %llu candidates, more than the GPU join handles", max_pq);
+			return TC_ERR_INVALID;
+		}
+		/* No larger than every candidate pair: small joins stay cheap. */
+		if (total_bound + 1 < capacity)
+			capacity = (unsigned int) (total_bound + 1);
+		capacity = std::max(capacity, (unsigned int) floor_cap);
+	}
+	cell_items_kernel<<<(ncells + 255) / 256, 256, 0, s0>>>(gd, capacity / 2, d_pq, d_nq, d_nit);
 	CHECK(cudaGetLastError());
 	CHECK(cudaMemcpyAsync(&last_cnt, d_nit + ncells - 1, sizeof(unsigned int), cudaMemcpyDeviceToHost, s0));
 	{
@@ -919,11 +972,17 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 		dev_free(g, d_nq);
 		dev_free(g, d_nit);
 		dev_free(g, d_nbr);
+		dev_free(g, d_pq);
 	}
-	unsigned long long *h_bounds = NULL;
+	unsigned long long *h_bounds = (unsigned long long *) malloc(sizeof(*h_bounds) * nitems + 8);
 
-	if ((st = host_alloc(g, (void **) &h_bounds, sizeof(*h_bounds) * nitems, cudaHostAllocDefault, err)) != TC_OK)
-		return st;
+	g->h_bounds = h_bounds;
+	if (h_bounds == NULL)
+	{
+		err->status = TC_ERR_NOMEM;
+		snprintf(err->message, sizeof(err->message), "out of memory");
+		return TC_ERR_NOMEM;
+	}
 	CHECK(cudaMemcpy(h_bounds, d_bounds2, sizeof(*h_bounds) * nitems, cudaMemcpyDeviceToHost));
 	dev_free(g, d_bounds2);
 

@@ -279,7 +279,8 @@ $$;
 --   mid        halfway between q15 and q50 (usually no pair's distance)
 --   max        the largest distance: every pair
 -- each with methods auto, grid and brute; then include_self at q15.
--- p_full: q00, q02, q15, q50, mid and max; otherwise zero and q15 only.
+-- p_full: q00, q02, q15, q50, mid and max; otherwise zero and q15, and max
+-- if there are over 20000 pairs (results of several batches).
 --
 CREATE FUNCTION exactness_check(p_cfg int, p_d int, p_typ text,
                                 p_profile int, p_n int, p_threads int,
@@ -296,7 +297,6 @@ DECLARE
     q15 float8;
     q50 float8;
     kind text;
-    eps float8;
     m text;
     ok boolean := true;
     epss float8[] := '{}';
@@ -329,6 +329,8 @@ BEGIN
     IF p_full THEN
         epss := epss || (q15 + (q50 - q15) / 2);
         kinds := kinds || 'mid'::text;
+    END IF;
+    IF p_full OR npairs > 20000 THEN
         epss := epss || (SELECT max(dist) FROM exactness_ref);
         kinds := kinds || 'max'::text;
     END IF;
@@ -358,10 +360,13 @@ END
 $$;
 
 --
--- One data set per (d, type), committed one by one.  The data profile, the
--- thread count and the id type rotate with the data set number.
+-- One data set per d and type (p_full) or per d, committed one by one, of
+-- p_n rows (default: 150 up to d = 64, 100 above; 20 unless p_full).  The
+-- data profile, the thread count and the id type rotate with the data set
+-- number.
 --
-CREATE PROCEDURE exactness_run(p_ds int[], p_first_cfg int, p_full boolean)
+CREATE PROCEDURE exactness_run(p_ds int[], p_first_cfg int, p_full boolean,
+                               p_n int DEFAULT NULL)
 LANGUAGE plpgsql
 AS $$
 DECLARE
@@ -372,8 +377,14 @@ DECLARE
     threads int;
 BEGIN
     FOREACH d IN ARRAY p_ds LOOP
-        FOREACH typ IN ARRAY ARRAY['real', 'double precision'] LOOP
-            n := CASE WHEN NOT p_full THEN 20 WHEN d <= 64 THEN 150 ELSE 100 END;
+        FOREACH typ IN ARRAY CASE
+                WHEN p_full THEN ARRAY['real', 'double precision']
+                -- one type, switching every 8 dimensions: each d mod 8 meets both
+                WHEN (d + d / 8) % 2 = 0 THEN ARRAY['real']
+                ELSE ARRAY['double precision'] END
+        LOOP
+            n := coalesce(p_n, CASE WHEN NOT p_full THEN 20
+                                    WHEN d <= 64 THEN 150 ELSE 100 END);
             threads := (ARRAY[0, 1, 3])[1 + cfg % 3];
             PERFORM set_config('tcjoin.cpu_threads', threads::text, true);
             PERFORM exactness_make(d, typ, cfg % 5, n,
@@ -392,8 +403,8 @@ CALL exactness_run(ARRAY[1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17, 24, 31, 32, 33,
                          50, 64, 65, 100, 128, 200, 255, 256, 299, 300],
                    1, true);
 
--- Every dimension from 1 to 300, both element types, small data sets,
--- eps 0 and one boundary (data sets 1001 to 1600).
+-- Every dimension from 1 to 300, small data sets, one element type each,
+-- eps 0 and one boundary (data sets 1001 to 1300).
 DO $$
 DECLARE
     ds int[] := ARRAY(SELECT generate_series(1, 300));
@@ -402,8 +413,14 @@ BEGIN
 END
 $$;
 
+-- Two larger data sets: brute force compares a point with more than one
+-- tile of points, grid cells hold more points than one work item takes,
+-- and eps = max returns several batches of pairs.
+CALL exactness_run(ARRAY[5, 13], 2001, false, 300);
+
 -- Results: data sets, comparisons, mismatches.
-SELECT CASE WHEN cfg < 1000 THEN 'representative d' ELSE 'd = 1..300' END AS run,
+SELECT CASE WHEN cfg < 1000 THEN 'representative d'
+            WHEN cfg < 2000 THEN 'd = 1..300' ELSE 'n = 300' END AS run,
        count(DISTINCT cfg) AS data_sets,
        count(DISTINCT d) AS dims,
        count(*) AS comparisons,
@@ -413,7 +430,7 @@ SELECT CASE WHEN cfg < 1000 THEN 'representative d' ELSE 'd = 1..300' END AS run
        bool_and(n_got = n_ref) AS counts_equal
   FROM exactness_log
  GROUP BY 1
- ORDER BY 1 DESC;
+ ORDER BY min(cfg);
 
 -- Every method and element type was checked.
 SELECT typ, method, count(*) AS comparisons, count(*) FILTER (WHERE NOT ok) AS mismatches
@@ -437,16 +454,17 @@ SELECT bool_and(n_ref > 0 AND n_ref < pairs) FILTER (WHERE kind = 'zero') AS zer
        count(*) FILTER (WHERE kind = 'self') AS include_self_checks
   FROM exactness_log;
 
--- Any mismatch, with the rows that differ (none expected).  The data set of
--- a mismatch is kept in table exactness_fail_<cfg>.
+-- Mismatches (none expected), the first 50 with the rows that differ.  The
+-- data set of a mismatch is kept in table exactness_fail_<cfg>.
 SELECT cfg, d, typ, profile, n, threads, method, kind, eps, n_ref, n_got,
        missing, extra, used, grid_dims, detail
   FROM exactness_log
  WHERE NOT ok
- ORDER BY cfg, method, kind;
+ ORDER BY cfg, method, kind
+ LIMIT 50;
 
 -- Clean up (the exactness_fail_* tables of a failed run stay).
-DROP PROCEDURE exactness_run(int[], int, boolean);
+DROP PROCEDURE exactness_run(int[], int, boolean, int);
 DROP FUNCTION exactness_check(int, int, text, int, int, int, boolean);
 DROP FUNCTION exactness_self(int, int, text, int, int, int, text, float8);
 DROP FUNCTION exactness_compare(int, int, text, int, int, int, text, text, float8);

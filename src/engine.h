@@ -66,6 +66,7 @@ typedef struct TcJoinParams
 	bool		include_self;	/* self-join only: also emit (i, i, 0) */
 	int			threads;		/* CPU compute threads, >= 1 */
 	size_t		gpu_memory_limit;	/* bytes a GPU join may take; 0: no limit */
+	size_t		gpu_result_pairs;	/* GPU result buffer, in pairs; 0: default */
 } TcJoinParams;
 
 /*

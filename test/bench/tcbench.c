@@ -5,19 +5,39 @@
  *	tcbench [options]
  *	  --file F          raw little-endian float32, row-major n x d
  *	  --gen KIND        synthetic data: uniform | expo (rate 40) | gauss
- *	  --n N --d D       size (with --file: d is required, n defaults to all)
+ *	  --n N --d D       size (with --file: d is required, n defaults to all;
+ *	                    a smaller n takes the first n rows)
  *	  --seed S          seed for --gen (default 1)
  *	  --eps E           threshold; or --neighbours K to pick eps by sampling
+ *	                    for K neighbours per point on average
+ *	  --eps-only        print the chosen eps and exit (with --neighbours)
+ *	  --write F         write the points as raw float32 to F and exit
  *	  --method M        auto | grid | brute (default auto)
  *	  --threads T       compute threads (default: all CPUs)
  *	  --type T          f4 | f8: element type handed to the engine (default f4)
+ *	  --device D        cpu | gpu | auto (default cpu)
+ *	  --exact on|off    off allows approximate arithmetic (default on)
+ *	  --tensor-cores on|off
+ *	                    recorded in the output; the engine has no switch for
+ *	                    tensor cores yet, so "on" gives a "not built" row
  *	  --reps R          repeats (default 3); the median is reported
  *	  --csv             one CSV line instead of the table row
  *
  * Each run includes index building; pairs are delivered to a sink that
- * counts them (the engine's output path, minus PostgreSQL).
+ * counts them (the engine's output path, minus PostgreSQL).  Phase times
+ * and counts are those of the median run.
+ *
+ * --csv columns, in order (the first 17 are the original ones; keep it so):
+ *	source, type, n, d, eps, method (asked), method (used), threads,
+ *	grid_dims, wall_med_s, wall_min_s, wall_max_s, cpu_med_s, index_s,
+ *	candidates, pairs, reps, join_s, load_s, cells, device, exact,
+ *	tensor_cores, status
+ * status is "ok", "n/a (no GPU)" (the engine found no usable GPU) or
+ * "not built" (the engine cannot run this variant); those rows have zero
+ * times and counts and the exit status is 0.  Other errors exit with 1.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,18 +49,32 @@ typedef struct Options
 {
 	const char *file;
 	const char *gen;
+	const char *write;
 	int64_t		n;
 	int			d;
 	uint64_t	seed;
 	double		eps;
 	double		neighbours;
+	int			eps_only;
 	TcMethod	method;
 	const char *method_name;
 	int			threads;
 	TcElemType	type;
+	TcDevice	device;
+	bool		exact;
+	const char *tensor_cores;	/* "on", "off", or "-" when not given */
 	int			reps;
 	int			csv;
 } Options;
+
+/* One timed run. */
+typedef struct Run
+{
+	double		wall;
+	double		cpu;
+	TcJoinStats stats;
+	uint64_t	pairs;
+} Run;
 
 static uint64_t rng_state;
 
@@ -65,6 +99,16 @@ die(const char *msg)
 {
 	fprintf(stderr, "tcbench: %s\n", msg);
 	exit(2);
+}
+
+static bool
+on_off(const char *v)
+{
+	if (strcmp(v, "on") == 0)
+		return true;
+	if (strcmp(v, "off") != 0)
+		die("expected on or off");
+	return false;
 }
 
 static float *
@@ -139,33 +183,150 @@ cmp_double(const void *x, const void *y)
 	return (a > b) - (a < b);
 }
 
+static int
+cmp_run_wall(const void *x, const void *y)
+{
+	return cmp_double(&((const Run *) x)->wall, &((const Run *) y)->wall);
+}
+
 /*
- * eps for about k neighbours per point: the k-th smallest distance from a
- * sample of points to all points, averaged over the sample (by its median).
+ * Rearrange a[0 .. len-1] so that a[k] is the k-th smallest (0-based) and
+ * nothing before it is larger (Hoare's selection, expected linear time).
+ */
+static void
+select_kth(double *a, int64_t len, int64_t k)
+{
+	int64_t		lo = 0,
+				hi = len - 1;
+
+	while (hi > lo)
+	{
+		double		x = a[lo],
+					y = a[lo + (hi - lo) / 2],
+					z = a[hi];
+		double		pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+		int64_t		i = lo,
+					j = hi;
+
+		while (i <= j)
+		{
+			while (a[i] < pivot)
+				i++;
+			while (a[j] > pivot)
+				j--;
+			if (i <= j)
+			{
+				double		t = a[i];
+
+				a[i++] = a[j];
+				a[j--] = t;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			return;
+	}
+}
+
+/* Sampling for eps: each thread takes every nthreads-th sample point. */
+typedef struct EpsWork
+{
+	const float *pts;
+	int64_t		n;
+	int			d;
+	const int64_t *queries;
+	int			m;
+	int64_t		keep;			/* distances kept per sample point */
+	double	   *pool;			/* m x keep */
+	int			first;
+	int			step;
+} EpsWork;
+
+static void *
+eps_worker(void *arg)
+{
+	EpsWork    *w = arg;
+	double	   *dist = malloc(sizeof(double) * w->n);
+
+	if (dist == NULL)
+		die("out of memory");
+	for (int s = w->first; s < w->m; s += w->step)
+	{
+		int64_t		q = w->queries[s],
+					len = 0;
+
+		for (int64_t i = 0; i < w->n; i++)
+			if (i != q)
+				dist[len++] = sqdist(w->pts + q * w->d, w->pts + i * w->d, w->d);
+		select_kth(dist, len, w->keep - 1);
+		memcpy(w->pool + (int64_t) s * w->keep, dist, sizeof(double) * w->keep);
+	}
+	free(dist);
+	return NULL;
+}
+
+/*
+ * eps for about k neighbours per point on average, which is how the papers
+ * state selectivity (a self-join then has about n k / 2 pairs).  The
+ * distances from m sample points to all other points are pooled, and eps is
+ * the (k m)-th smallest of them: the sample then has k neighbours per point.
+ * A median of per-point k-th distances would miss the mean badly on skewed
+ * data.  Each sample point keeps only its k m smallest distances, all that
+ * the pool's k m smallest can draw on.  m shrinks with n d to bound the work.
  */
 static double
-eps_for_neighbours(const float *pts, int64_t n, int d, double k)
+eps_for_neighbours(const float *pts, int64_t n, int d, double k, int threads)
 {
-	int			m = n < 200 ? (int) n : 200;
-	double	   *kth = malloc(sizeof(double) * m);
-	double	   *dist = malloc(sizeof(double) * n);
-	double		eps;
+	double		budget = 3e9;	/* distance terms */
+	int			m = (int) fmin(200, fmax(32, budget / ((double) n * d)));
+	int64_t		target,
+				keep;
+	int64_t    *queries;
+	double	   *pool;
+	pthread_t  *tids;
+	EpsWork    *work;
+	double		eps,
+				t0 = tc_now();
 
+	if (n < 2)
+		return 0;
+	if (m > n)
+		m = (int) n;
+	target = llround(k * m);
+	if (target < 1)
+		target = 1;
+	keep = target < n - 1 ? target : n - 1;
+	if (target > keep * m)
+		target = keep * m;
+	queries = malloc(sizeof(int64_t) * m);
+	pool = malloc(sizeof(double) * keep * m);
+	tids = malloc(sizeof(pthread_t) * threads);
+	work = malloc(sizeof(EpsWork) * threads);
+	if (!queries || !pool || !tids || !work)
+		die("out of memory");
 	rng_state = 12345;
 	for (int s = 0; s < m; s++)
+		queries[s] = (int64_t) (next_u64() % (uint64_t) n);
+	for (int t = 0; t < threads; t++)
 	{
-		int64_t		q = (int64_t) (next_u64() % (uint64_t) n);
-		int64_t		want = (int64_t) k < n - 1 ? (int64_t) k : n - 1;
-
-		for (int64_t i = 0; i < n; i++)
-			dist[i] = sqdist(pts + q * d, pts + i * d, d);
-		qsort(dist, n, sizeof(double), cmp_double);
-		kth[s] = sqrt(dist[want]);	/* dist[0] is the point itself */
+		work[t] = (EpsWork) {.pts = pts, .n = n, .d = d, .queries = queries, .m = m,
+		.keep = keep, .pool = pool, .first = t, .step = threads};
+		if (pthread_create(&tids[t], NULL, eps_worker, &work[t]) != 0)
+			die("cannot start a thread");
 	}
-	qsort(kth, m, sizeof(double), cmp_double);
-	eps = kth[m / 2];
-	free(kth);
-	free(dist);
+	for (int t = 0; t < threads; t++)
+		pthread_join(tids[t], NULL);
+	select_kth(pool, keep * m, target - 1);
+	eps = sqrt(pool[target - 1]);
+	fprintf(stderr, "tcbench: eps %.9g for %g neighbours per point (%d sample points, %.1f s)\n",
+			eps, k, m, tc_now() - t0);
+	free(queries);
+	free(pool);
+	free(tids);
+	free(work);
 	return eps;
 }
 
@@ -195,19 +356,9 @@ cpu_seconds(void)
 	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
-int
-main(int argc, char **argv)
+static void
+parse_args(int argc, char **argv, Options *o)
 {
-	Options		o = {.gen = "uniform", .seed = 1, .eps = -1, .method = TC_METHOD_AUTO,
-	.method_name = "auto", .threads = 0, .type = TC_FLOAT4, .reps = 3};
-	int64_t		n;
-	float	   *pts;
-	void	   *data;
-	double	   *wall,
-			   *cpu;
-	TcJoinStats stats = {0};
-	Counter		counter = {0};
-
 	for (int i = 1; i < argc; i++)
 	{
 		const char *a = argv[i];
@@ -215,51 +366,138 @@ main(int argc, char **argv)
 
 		if (strcmp(a, "--csv") == 0)
 		{
-			o.csv = 1;
+			o->csv = 1;
+			continue;
+		}
+		if (strcmp(a, "--eps-only") == 0)
+		{
+			o->eps_only = 1;
 			continue;
 		}
 		if (v == NULL)
 			die("missing value");
 		i++;
 		if (strcmp(a, "--file") == 0)
-			o.file = v;
+			o->file = v;
 		else if (strcmp(a, "--gen") == 0)
-			o.gen = v;
+			o->gen = v;
+		else if (strcmp(a, "--write") == 0)
+			o->write = v;
 		else if (strcmp(a, "--n") == 0)
-			o.n = atoll(v);
+			o->n = atoll(v);
 		else if (strcmp(a, "--d") == 0)
-			o.d = atoi(v);
+			o->d = atoi(v);
 		else if (strcmp(a, "--seed") == 0)
-			o.seed = strtoull(v, NULL, 10);
+			o->seed = strtoull(v, NULL, 10);
 		else if (strcmp(a, "--eps") == 0)
-			o.eps = atof(v);
+			o->eps = atof(v);
 		else if (strcmp(a, "--neighbours") == 0)
-			o.neighbours = atof(v);
+			o->neighbours = atof(v);
 		else if (strcmp(a, "--threads") == 0)
-			o.threads = atoi(v);
+			o->threads = atoi(v);
 		else if (strcmp(a, "--reps") == 0)
-			o.reps = atoi(v);
+			o->reps = atoi(v);
+		else if (strcmp(a, "--device") == 0)
+			o->device = strcmp(v, "gpu") == 0 ? TC_DEVICE_GPU :
+				strcmp(v, "auto") == 0 ? TC_DEVICE_AUTO : TC_DEVICE_CPU;
+		else if (strcmp(a, "--exact") == 0)
+			o->exact = on_off(v);
+		else if (strcmp(a, "--tensor-cores") == 0)
+			o->tensor_cores = on_off(v) ? "on" : "off";
 		else if (strcmp(a, "--type") == 0)
-			o.type = strcmp(v, "f8") == 0 ? TC_FLOAT8 : TC_FLOAT4;
+			o->type = strcmp(v, "f8") == 0 ? TC_FLOAT8 : TC_FLOAT4;
 		else if (strcmp(a, "--method") == 0)
 		{
-			o.method_name = v;
-			o.method = strcmp(v, "grid") == 0 ? TC_METHOD_GRID :
+			o->method_name = v;
+			o->method = strcmp(v, "grid") == 0 ? TC_METHOD_GRID :
 				strcmp(v, "brute") == 0 ? TC_METHOD_BRUTE : TC_METHOD_AUTO;
 		}
 		else
 			die("unknown option");
 	}
-	if (o.threads <= 0)
-		o.threads = tc_cpu_count();
-	if (o.reps < 1)
-		o.reps = 1;
+	if (o->threads <= 0)
+		o->threads = tc_cpu_count();
+	if (o->reps < 1)
+		o->reps = 1;
+}
 
+static const char *
+device_name(TcDevice device)
+{
+	return device == TC_DEVICE_GPU ? "gpu" : device == TC_DEVICE_AUTO ? "auto" : "cpu";
+}
+
+static void
+report(const Options *o, int64_t n, double load_s, Run *runs, const char *status)
+{
+	const Run  *med = &runs[o->reps / 2];
+	const TcJoinStats *st = &med->stats;
+	const char *source = o->file ? o->file : o->gen;
+	const char *type = o->type == TC_FLOAT4 ? "f4" : "f8";
+	const char *used = st->method ? st->method : "-";
+	const char *device = st->device ? st->device : device_name(o->device);
+
+	if (o->csv)
+		printf("%s,%s,%lld,%d,%.9g,%s,%s,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%llu,%llu,%d,"
+			   "%.6f,%.6f,%lld,%s,%s,%s,%s\n",
+			   source, type, (long long) n, o->d, o->eps, o->method_name, used, o->threads,
+			   st->grid_dims, med->wall, runs[0].wall, runs[o->reps - 1].wall,
+			   med->cpu, st->index_seconds,
+			   (unsigned long long) st->candidates,
+			   (unsigned long long) med->pairs, o->reps,
+			   st->join_seconds, load_s, (long long) st->cells, device,
+			   o->exact ? "on" : "off", o->tensor_cores, status);
+	else if (strcmp(status, "ok") != 0)
+		printf("%-10s %-3s n=%-9lld d=%-4d eps=%-10.4g %s %-5s exact=%s tc=%s  %s\n",
+			   o->file ? "file" : o->gen, type, (long long) n, o->d, o->eps, device,
+			   o->method_name, o->exact ? "on" : "off", o->tensor_cores, status);
+	else
+		printf("%-10s %-3s n=%-9lld d=%-4d eps=%-10.4g %s %-5s->%-5s thr=%-2d dims=%d  "
+			   "median %8.3f s (%.3f-%.3f)  cpu %8.3f s  index %.3f s  cand %llu  pairs %llu  %.1f Mpairs/s\n",
+			   o->file ? "file" : o->gen, type, (long long) n, o->d, o->eps, device,
+			   o->method_name, used, o->threads, st->grid_dims,
+			   med->wall, runs[0].wall, runs[o->reps - 1].wall,
+			   med->cpu, st->index_seconds,
+			   (unsigned long long) st->candidates,
+			   (unsigned long long) med->pairs,
+			   med->pairs / med->wall / 1e6);
+}
+
+int
+main(int argc, char **argv)
+{
+	Options		o = {.gen = "uniform", .seed = 1, .eps = -1, .method = TC_METHOD_AUTO,
+		.method_name = "auto", .threads = 0, .type = TC_FLOAT4, .device = TC_DEVICE_CPU,
+	.exact = true, .tensor_cores = "-", .reps = 3};
+	int64_t		n;
+	float	   *pts;
+	void	   *data;
+	double		load_s;
+	Run		   *runs;
+	Counter		counter = {0};
+
+	parse_args(argc, argv, &o);
+
+	load_s = tc_now();
 	pts = load_points(&o, &n);
+	load_s = tc_now() - load_s;
+	if (o.write)
+	{
+		FILE	   *f = fopen(o.write, "wb");
+
+		if (f == NULL || fwrite(pts, sizeof(float) * o.d, n, f) != (size_t) n || fclose(f) != 0)
+			die("cannot write --write");
+		return 0;
+	}
 	if (o.eps < 0 && o.neighbours > 0)
-		o.eps = eps_for_neighbours(pts, n, o.d, o.neighbours);
+		o.eps = eps_for_neighbours(pts, n, o.d, o.neighbours, o.threads);
 	if (o.eps < 0)
 		die("--eps or --neighbours is required");
+	if (o.eps_only)
+	{
+		printf("%.9g\n", o.eps);
+		return 0;
+	}
 	if (o.type == TC_FLOAT8)
 	{
 		double	   *p8 = malloc(sizeof(double) * n * o.d);
@@ -271,52 +509,49 @@ main(int argc, char **argv)
 	else
 		data = pts;
 
-	wall = calloc(o.reps, sizeof(double));
-	cpu = calloc(o.reps, sizeof(double));
+	runs = calloc(o.reps, sizeof(Run));
+	/* No engine field asks for tensor cores yet: such a run cannot be made. */
+	if (strcmp(o.tensor_cores, "on") == 0)
+	{
+		report(&o, n, load_s, runs, "not built");
+		return 0;
+	}
 	for (int r = 0; r < o.reps; r++)
 	{
 		TcPoints	p = {.data = data, .n = n, .d = o.d, .type = o.type};
-		TcJoinParams params = {.eps = o.eps, .method = o.method, .device = TC_DEVICE_CPU,
-		.exact = true, .threads = o.threads};
+		TcJoinParams params = {.eps = o.eps, .method = o.method, .device = o.device,
+		.exact = o.exact, .threads = o.threads};
 		TcSink		sink = {.emit = count_pairs, .poll = NULL, .arg = &counter};
 		TcError		err;
 		TcJoin	   *join;
+		TcStatus	st = TC_OK;
 		double		t0 = tc_now(),
 					c0 = cpu_seconds();
 
 		counter.pairs = 0;
 		counter.checksum = 0;
 		join = tc_join_create(&p, NULL, &params, &err);
-		if (join == NULL || tc_join_run(join, &sink, &err) != TC_OK)
+		if (join == NULL || (st = tc_join_run(join, &sink, &err)) != TC_OK)
 		{
+			if (join == NULL)
+				st = err.status;
+			tc_join_destroy(join);
 			fprintf(stderr, "tcbench: %s\n", err.message);
+			if (st == TC_ERR_NO_GPU)
+			{
+				memset(runs, 0, sizeof(Run) * o.reps);
+				report(&o, n, load_s, runs, "n/a (no GPU)");
+				return 0;
+			}
 			return 1;
 		}
-		wall[r] = tc_now() - t0;
-		cpu[r] = cpu_seconds() - c0;
-		tc_join_get_stats(join, &stats);
+		runs[r].wall = tc_now() - t0;
+		runs[r].cpu = cpu_seconds() - c0;
+		runs[r].pairs = counter.pairs;
+		tc_join_get_stats(join, &runs[r].stats);
 		tc_join_destroy(join);
 	}
-	qsort(wall, o.reps, sizeof(double), cmp_double);
-	qsort(cpu, o.reps, sizeof(double), cmp_double);
-
-	if (o.csv)
-		printf("%s,%s,%lld,%d,%.9g,%s,%s,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%llu,%llu,%d\n",
-			   o.file ? o.file : o.gen, o.type == TC_FLOAT4 ? "f4" : "f8",
-			   (long long) n, o.d, o.eps, o.method_name, stats.method, o.threads,
-			   stats.grid_dims, wall[o.reps / 2], wall[0], wall[o.reps - 1],
-			   cpu[o.reps / 2], stats.index_seconds,
-			   (unsigned long long) stats.candidates,
-			   (unsigned long long) counter.pairs, o.reps);
-	else
-		printf("%-10s %-3s n=%-9lld d=%-4d eps=%-10.4g %-5s->%-5s thr=%-2d dims=%d  "
-			   "median %8.3f s (%.3f-%.3f)  cpu %8.3f s  index %.3f s  cand %llu  pairs %llu  %.1f Mpairs/s\n",
-			   o.file ? "file" : o.gen, o.type == TC_FLOAT4 ? "f4" : "f8",
-			   (long long) n, o.d, o.eps, o.method_name, stats.method, o.threads,
-			   stats.grid_dims, wall[o.reps / 2], wall[0], wall[o.reps - 1],
-			   cpu[o.reps / 2], stats.index_seconds,
-			   (unsigned long long) stats.candidates,
-			   (unsigned long long) counter.pairs,
-			   counter.pairs / wall[o.reps / 2] / 1e6);
+	qsort(runs, o.reps, sizeof(Run), cmp_run_wall);
+	report(&o, n, load_s, runs, "ok");
 	return 0;
 }

@@ -1,0 +1,401 @@
+/*
+ * gpu_vs_cpu.c
+ *		Exactness stress of the GPU back end against the CPU back end: the
+ *		same pairs and the same dist, bit for bit, on fresh random data.
+ *		Plus the GPU's failure modes: cancel, a memory limit too small, and
+ *		a result buffer far smaller than the result.
+ *
+ *	gpu_vs_cpu [--quick] [--seed S]
+ *
+ * Ends with "N passed, N failed".  Needs a GPU; with none it says so and
+ * fails.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+#include "gpu.h"
+
+static uint64_t rng;
+static int	passed,
+			failed;
+
+static uint64_t
+next_u64(void)
+{
+	uint64_t	z = (rng += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static double
+unit(void)
+{
+	return (double) (next_u64() >> 11) * 0x1p-53;
+}
+
+typedef struct Collect
+{
+	TcPair	   *pairs;
+	size_t		n;
+	size_t		cap;
+	int			polls;
+	int			stop_after_polls;	/* > 0: poll asks to stop */
+} Collect;
+
+static int
+collect(void *arg, const TcPair *p, size_t count)
+{
+	Collect    *c = arg;
+
+	if (c->n + count > c->cap)
+	{
+		c->cap = (c->n + count) * 2;
+		c->pairs = realloc(c->pairs, sizeof(TcPair) * c->cap);
+		if (c->pairs == NULL)
+		{
+			fprintf(stderr, "out of memory collecting pairs\n");
+			exit(2);
+		}
+	}
+	for (size_t i = 0; i < count; i++)
+	{
+		TcPair		q = p[i];
+
+		if (q.a > q.b)
+		{
+			int64_t		t = q.a;
+
+			q.a = q.b;
+			q.b = t;
+		}
+		c->pairs[c->n++] = q;
+	}
+	return 0;
+}
+
+static int
+poll_cb(void *arg)
+{
+	Collect    *c = arg;
+
+	c->polls++;
+	return c->stop_after_polls > 0 && c->polls >= c->stop_after_polls;
+}
+
+static int
+cmp_pair(const void *x, const void *y)
+{
+	const TcPair *a = x,
+			   *b = y;
+
+	if (a->a != b->a)
+		return a->a < b->a ? -1 : 1;
+	if (a->b != b->b)
+		return a->b < b->b ? -1 : 1;
+	return 0;
+}
+
+static TcStatus
+run(const TcPoints *p, TcJoinParams params, Collect *c, TcJoinStats *stats, TcError *err)
+{
+	TcSink		sink = {collect, poll_cb, c};
+	TcJoin	   *j = tc_join_create(p, NULL, &params, err);
+	TcStatus	st;
+
+	if (j == NULL)
+		return err->status;
+	st = tc_join_run(j, &sink, err);
+	tc_join_get_stats(j, stats);
+	tc_join_destroy(j);
+	return st;
+}
+
+static void
+report(int ok, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	printf("%s ", ok ? "ok    " : "FAILED");
+	vprintf(fmt, ap);
+	printf("\n");
+	fflush(stdout);
+	va_end(ap);
+	if (ok)
+		passed++;
+	else
+		failed++;
+}
+
+/* eps with about k neighbours per point, from a sample. */
+static double
+eps_for(const float *x, int64_t n, int d, double k)
+{
+	int			m = 64;
+	double		acc = 0;
+	double	   *dist = malloc(sizeof(double) * n);
+
+	for (int s = 0; s < m; s++)
+	{
+		int64_t		q = (int64_t) (next_u64() % (uint64_t) n);
+		int64_t		want = (int64_t) k < n - 1 ? (int64_t) k : n - 1;
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			double		t = 0;
+
+			for (int j = 0; j < d; j++)
+			{
+				double		u = (double) x[q * d + j] - (double) x[i * d + j];
+
+				t += u * u;
+			}
+			dist[i] = t;
+		}
+		/* partial selection is plenty for a sample */
+		for (int64_t r = 0; r <= want; r++)
+		{
+			int64_t		best = r;
+
+			for (int64_t i = r + 1; i < n && r < 300; i++)
+				if (dist[i] < dist[best])
+					best = i;
+			double		t = dist[r];
+
+			dist[r] = dist[best];
+			dist[best] = t;
+		}
+		acc += sqrt(dist[want]);
+	}
+	free(dist);
+	return acc / m;
+}
+
+static void
+compare_case(const char *kind, int64_t n, int d, double eps, bool include_self,
+			 TcMethod method, const void *data, TcElemType type)
+{
+	TcPoints	p = {data, n, d, type};
+	TcJoinParams cpu = {.eps = eps, .method = method, .device = TC_DEVICE_CPU,
+	.exact = true, .include_self = include_self, .threads = tc_cpu_count()};
+	TcJoinParams gpu = cpu;
+	Collect		c1 = {0},
+				c2 = {0};
+	TcJoinStats s1,
+				s2;
+	TcError		e1,
+				e2;
+	TcStatus	st1,
+				st2;
+	double		t0,
+				t1,
+				t2;
+	int			ok;
+
+	gpu.device = TC_DEVICE_GPU;
+	t0 = tc_now();
+	st1 = run(&p, cpu, &c1, &s1, &e1);
+	t1 = tc_now();
+	st2 = run(&p, gpu, &c2, &s2, &e2);
+	t2 = tc_now();
+	if (st1 != TC_OK || st2 != TC_OK)
+	{
+		report(0, "%s n=%lld d=%d eps=%.17g: cpu %s (%s), gpu %s (%s)", kind,
+			   (long long) n, d, eps, tc_status_name(st1), e1.message,
+			   tc_status_name(st2), e2.message);
+		goto done;
+	}
+	qsort(c1.pairs, c1.n, sizeof(TcPair), cmp_pair);
+	qsort(c2.pairs, c2.n, sizeof(TcPair), cmp_pair);
+	ok = c1.n == c2.n;
+	for (size_t i = 0; ok && i < c1.n; i++)
+		if (cmp_pair(&c1.pairs[i], &c2.pairs[i]) != 0 ||
+			memcmp(&c1.pairs[i].dist, &c2.pairs[i].dist, sizeof(double)) != 0)
+		{
+			printf("  first difference at %zu: cpu (%lld,%lld,%.17g) gpu (%lld,%lld,%.17g)\n", i,
+				   (long long) c1.pairs[i].a, (long long) c1.pairs[i].b, c1.pairs[i].dist,
+				   (long long) c2.pairs[i].a, (long long) c2.pairs[i].b, c2.pairs[i].dist);
+			ok = 0;
+		}
+	report(ok, "%-7s %s n=%-8lld d=%-3d eps=%-10.4g self=%d %-5s pairs cpu %zu gpu %zu  "
+		   "cpu %.3f s  gpu %.3f s (index %.3f, %s dims %d)",
+		   kind, type == TC_FLOAT4 ? "f4" : "f8", (long long) n, d, eps, include_self,
+		   method == TC_METHOD_BRUTE ? "brute" : method == TC_METHOD_GRID ? "grid" : "auto",
+		   c1.n, c2.n, t1 - t0, t2 - t1, s2.index_seconds, s2.method, s2.grid_dims);
+done:
+	free(c1.pairs);
+	free(c2.pairs);
+}
+
+static float *
+make_points(const char *kind, int64_t n, int d)
+{
+	float	   *x = malloc(sizeof(float) * n * d);
+
+	for (int64_t i = 0; i < n; i++)
+		for (int j = 0; j < d; j++)
+		{
+			double		u = unit();
+			double		v;
+
+			if (strcmp(kind, "expo") == 0)
+				v = -log(1.0 - u) / 40.0;
+			else if (strcmp(kind, "far") == 0)
+				v = 1e4 + u * 1e-2;		/* far from the origin */
+			else if (strcmp(kind, "dups") == 0)
+				v = floor(u * 8) / 8;	/* many exact duplicates */
+			else
+				v = u;
+			x[i * d + j] = (float) v;
+		}
+	return x;
+}
+
+static void
+failure_modes(void)
+{
+	int64_t		n = 400000;
+	int			d = 2;
+	float	   *x = make_points("uniform", n, d);
+	TcPoints	p = {x, n, d, TC_FLOAT4};
+	TcJoinParams params = {.eps = 0.01, .method = TC_METHOD_GRID, .device = TC_DEVICE_GPU,
+	.exact = true, .threads = 1};
+	Collect		c = {0};
+	TcJoinStats st;
+	TcError		err;
+	TcStatus	rc;
+	double		t0;
+
+	/* Cancel: the first poll asks to stop. */
+	c.stop_after_polls = 1;
+	t0 = tc_now();
+	rc = run(&p, params, &c, &st, &err);
+	report(rc == TC_STOPPED && tc_now() - t0 < 1.0,
+		   "cancel: status %s after %.3f s", tc_status_name(rc), tc_now() - t0);
+	free(c.pairs);
+
+	/* A memory limit too small for the join: a clear error. */
+	memset(&c, 0, sizeof(c));
+	params.gpu_memory_limit = 1 << 20;
+	rc = run(&p, params, &c, &st, &err);
+	report(rc == TC_ERR_NOMEM && strstr(err.message, "gpu_memory_limit") != NULL,
+		   "memory limit 1 MB: status %s: %s", tc_status_name(rc), err.message);
+	free(c.pairs);
+	params.gpu_memory_limit = 0;
+	free(x);
+}
+
+int
+main(int argc, char **argv)
+{
+	bool		quick = false;
+	uint64_t	seed = (uint64_t) time(NULL);
+	char		reason[256];
+	static const int dims[] = {1, 2, 3, 4, 5, 8, 16, 32, 64};
+	static const char *const kinds[] = {"uniform", "expo", "far", "dups"};
+
+	for (int i = 1; i < argc; i++)
+	{
+		if (strcmp(argv[i], "--quick") == 0)
+			quick = true;
+		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+			seed = strtoull(argv[++i], NULL, 10);
+	}
+	rng = seed;
+	printf("seed %llu\n", (unsigned long long) seed);
+	if (tc_gpu_count(reason, sizeof(reason)) < 1)
+	{
+		printf("no GPU: %s\n0 passed, 1 failed\n", reason);
+		return 1;
+	}
+
+	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
+		for (size_t ki = 0; ki < sizeof(kinds) / sizeof(kinds[0]); ki++)
+		{
+			int			d = dims[di];
+			const char *kind = kinds[ki];
+			int64_t		n = d <= 3 ? (quick ? 200000 : 2000000) : d <= 16 ? 200000 : 50000;
+			float	   *x;
+			double		targets[] = {0, 1, 16, 128};
+
+			if (quick && d > 8 && ki > 1)
+				continue;
+			if (n > 200000 && strcmp(kind, "uniform") != 0 && strcmp(kind, "expo") != 0)
+				n = 200000;
+			x = make_points(kind, n, d);
+			for (size_t t = 0; t < sizeof(targets) / sizeof(targets[0]); t++)
+			{
+				double		eps = targets[t] == 0 ? 0 : eps_for(x, n < 50000 ? n : 50000, d, targets[t]) *
+					(n < 50000 ? 1.0 : pow(50000.0 / (double) n, 1.0 / d));
+
+				compare_case(kind, n, d, eps, t == 1, TC_METHOD_AUTO, x, TC_FLOAT4);
+			}
+			/* eps equal to an actual pair distance: the pair must be in. */
+			{
+				double		s = 0;
+
+				for (int j = 0; j < d; j++)
+				{
+					double		u = (double) x[j] - (double) x[d + j];
+
+					s += u * u;
+				}
+				compare_case(kind, n < 100000 ? n : 100000, d, sqrt(s), false, TC_METHOD_GRID, x, TC_FLOAT4);
+			}
+			if (d <= 16 && !quick)
+			{
+				/* float8 input and forced brute force on a smaller set. */
+				int64_t		m = 20000;
+				double	   *x8 = malloc(sizeof(double) * m * d);
+
+				for (int64_t i = 0; i < m * d; i++)
+					x8[i] = (double) x[i] + unit() * 1e-9;
+				compare_case(kind, m, d, eps_for(x, m, d, 16), false, TC_METHOD_GRID, x8, TC_FLOAT8);
+				compare_case(kind, m, d, eps_for(x, m, d, 16), false, TC_METHOD_BRUTE, x8, TC_FLOAT8);
+				free(x8);
+			}
+			free(x);
+		}
+
+	/* A result buffer far smaller than the result: batches rerun, none lost. */
+	{
+		int64_t		n = 200000;
+		float	   *x = make_points("expo", n, 2);
+		TcPoints	p = {x, n, 2, TC_FLOAT4};
+		TcJoinParams cpu = {.eps = 0.002, .method = TC_METHOD_GRID, .device = TC_DEVICE_CPU,
+		.exact = true, .threads = tc_cpu_count()};
+		TcJoinParams gpu = cpu;
+		Collect		c1 = {0},
+					c2 = {0};
+		TcJoinStats s1,
+					s2;
+		TcError		e;
+
+		gpu.device = TC_DEVICE_GPU;
+		gpu.gpu_result_pairs = 4096;
+		run(&p, cpu, &c1, &s1, &e);
+		if (run(&p, gpu, &c2, &s2, &e) != TC_OK)
+			report(0, "small result buffer: %s", e.message);
+		else
+		{
+			qsort(c1.pairs, c1.n, sizeof(TcPair), cmp_pair);
+			qsort(c2.pairs, c2.n, sizeof(TcPair), cmp_pair);
+			report(c1.n == c2.n && memcmp(c1.pairs, c2.pairs, sizeof(TcPair) * c1.n) == 0,
+				   "result buffer of 4096 pairs: cpu %zu pairs, gpu %zu pairs", c1.n, c2.n);
+		}
+		free(c1.pairs);
+		free(c2.pairs);
+		free(x);
+	}
+	failure_modes();
+
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed > 0;
+}

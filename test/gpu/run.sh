@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The GPU suite, for a machine with an NVIDIA GPU and a PostgreSQL (PG_CONFIG
+# on the PATH, or the portable build: put pg15-portable.tar.xz and pg-up.sh
+# in .device/).  Builds and installs the extension with its CUDA back ends,
+# runs the whole pg_regress suite with tcjoin.device = gpu (same expected
+# files as the CPU run), then the GPU-against-CPU exactness stress and the
+# GPU failure modes, then engine benchmarks of the GPU paths.
+#   test/gpu/run.sh [--quick] [--no-bench]
+# Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+QUICK= BENCH=1
+for a in "$@"; do
+    case $a in --quick) QUICK=--quick ;; --no-bench) BENCH= ;; esac
+done
+OUT=${OUT:-/tmp/tcjoin-gpu-out}
+mkdir -p "$OUT"
+PASSED=0 FAILED=0
+
+if [ -f .device/pg-up.sh ] && ! command -v pg_config >/dev/null; then
+    . .device/pg-up.sh .device/pg15-portable.tar.xz
+fi
+nvidia-smi -L || true
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv || true
+
+echo "== build"
+if ! make -j"$(nproc)" USE_CUDA=1 >"$OUT/build.log" 2>&1 || ! make install >>"$OUT/build.log" 2>&1; then
+    tail -30 "$OUT/build.log"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+echo "== pg_regress with tcjoin.device = gpu"
+PGOPTIONS='-c tcjoin.device=gpu' timeout 400 make installcheck >"$OUT/regress.log" 2>&1
+grep -E '\.\.\. +(ok|FAILED)' "$OUT/regress.log"
+p=$(grep -cE '\.\.\. +ok( |$)' "$OUT/regress.log")
+f=$(grep -cE '\.\.\. +FAILED' "$OUT/regress.log")
+[ -f regression.diffs ] && cp regression.diffs "$OUT/" && head -100 regression.diffs
+PASSED=$((PASSED + p)) FAILED=$((FAILED + f))
+
+echo "== GPU against CPU"
+. src/engine_sources.mk 2>/dev/null || true
+cc -std=gnu11 -O2 -g -Wall -Werror -ffp-contract=off -pthread -Isrc -Icuda \
+    -o "$OUT/gpu_vs_cpu" test/gpu/gpu_vs_cpu.c src/engine.c src/grid_plan.c src/cpu_grid.c \
+    src/cpu_brute.c cuda/gpu_device.o cuda/gpu_grid.o \
+    -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
+timeout 400 "$OUT/gpu_vs_cpu" $QUICK | tee "$OUT/gpu_vs_cpu.log"
+line=$(tail -1 "$OUT/gpu_vs_cpu.log")
+if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    PASSED=$((PASSED + BASH_REMATCH[1])) FAILED=$((FAILED + BASH_REMATCH[2]))
+else
+    FAILED=$((FAILED + 1))
+fi
+
+if [ -n "$BENCH" ]; then
+    echo "== engine benchmarks (GPU grid against the CPU)"
+    make -C test/bench USE_CUDA=1 -B >/dev/null
+    B=test/bench/tcbench
+    for eps in 0.0002 0.0005; do
+        $B --gen expo --n 2000000 --d 2 --eps $eps --device gpu --reps 5
+    done
+    for d in 2 3 4 8; do
+        $B --gen expo --n 2000000 --d $d --neighbours 64 --device gpu --reps 3
+        $B --gen expo --n 2000000 --d $d --neighbours 64 --device cpu --reps 1
+    done
+fi 2>&1 | tee "$OUT/bench.log"
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
