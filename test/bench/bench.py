@@ -112,6 +112,8 @@ def sh(cmd, timeout=None, input=None):
         return p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired:
         return 124, '', f'timed out after {timeout} s'
+    except FileNotFoundError:
+        return 127, '', f'{cmd[0]}: not found'
 
 
 def last_line(text):

@@ -311,7 +311,7 @@ points_generate(TcPoints *p, Dist dist, int64_t n, int32_t d,
 				 */
 				int			side = 2;
 
-				while (side < 40 && pow((double) side + 1, (double) d) <= (double) n)
+				while (side < 4096 && pow((double) side + 1, (double) d) <= (double) n)
 					side++;
 				for (int64_t i = 0; i < n; i++)
 					for (int32_t k = 0; k < d; k++)
@@ -417,6 +417,8 @@ pairvec_sort(PairVec *pv, bool normalize, int64_t nrows)
 				pv->v[i].a = pv->v[i].b;
 				pv->v[i].b = t;
 			}
+	if (pv->n < 2)
+		return;
 	for (size_t i = 0; i < pv->n && in_range; i++)
 		if (pv->v[i].a < 0 || pv->v[i].a >= nrows)
 			in_range = false;
