@@ -48,7 +48,7 @@
 #define FULL_MASK 0xffffffffu
 
 /* Default result buffer (pairs), halved until it fits the memory limit. */
-#define DEFAULT_CAPACITY (16u << 20)
+#define DEFAULT_CAPACITY (4u << 20)
 #define MIN_CAPACITY (1u << 16)	/* with a memory limit; tests may go lower */
 /* Candidates per batch at most, so a cancel is seen within milliseconds. */
 #define MAX_BATCH_CANDIDATES 4e9
