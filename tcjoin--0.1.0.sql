@@ -39,3 +39,15 @@ CREATE FUNCTION tc_last_stats(
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'tc_last_stats'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+-- The GPUs this session can use (none: no rows).
+CREATE FUNCTION tc_devices(
+    OUT device integer,
+    OUT name text,
+    OUT compute_capability text,
+    OUT memory_mb bigint,
+    OUT free_memory_mb bigint,
+    OUT sm_count integer)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'tc_devices'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;

@@ -56,6 +56,10 @@ SELECT count(*) FROM tc_last_stats();
 SELECT pg_get_function_arguments('tc_selfjoin'::regproc) AS arguments,
        pg_get_function_result('tc_selfjoin'::regproc) AS result;
 SELECT pg_get_function_result('tc_last_stats'::regproc) AS result;
+SELECT pg_get_function_result('tc_devices'::regproc) AS result;
+-- One row per usable GPU, none without: only the shape is machine-independent.
+SELECT count(*) >= 0 AS listed, bool_and(device >= 0 AND memory_mb > 0 AND sm_count > 0) IS NOT FALSE AS sane
+  FROM tc_devices();
 
 --
 -- A small table: results, column types, ordering of ids.

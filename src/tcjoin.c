@@ -8,6 +8,7 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
 #include <math.h>
 
 #include "catalog/pg_type.h"
@@ -20,6 +21,7 @@
 #include "utils/memutils.h"
 
 #include "engine.h"
+#include "../cuda/gpu.h"
 #include "load.h"
 #include "output.h"
 
@@ -29,6 +31,7 @@ PG_MODULE_MAGIC;
 static int	tc_device_setting = TC_DEVICE_AUTO;
 static int	tc_cpu_threads = 0;
 static bool tc_log_stats = false;
+static int	tc_gpu_memory_limit_mb = 0;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", TC_DEVICE_AUTO, false},
@@ -91,6 +94,14 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("tcjoin.gpu_memory_limit",
+							"GPU memory one join may take; 0 means no limit.",
+							NULL,
+							&tc_gpu_memory_limit_mb,
+							0, 0, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("tcjoin");
 }
 
@@ -202,6 +213,7 @@ tc_selfjoin(PG_FUNCTION_ARGS)
 		parse_method(text_to_cstring(PG_GETARG_TEXT_PP(6)));
 	params.device = (TcDevice) tc_device_setting;
 	params.threads = tc_cpu_threads > 0 ? tc_cpu_threads : tc_cpu_count();
+	params.gpu_memory_limit = (size_t) tc_gpu_memory_limit_mb << 20;
 
 	/* Everything the join allocates, PostgreSQL's or not, hangs off this. */
 	mcxt = AllocSetContextCreate(CurrentMemoryContext, "tcjoin join",
@@ -250,5 +262,33 @@ tc_last_stats(PG_FUNCTION_ARGS)
 	values[13] = Float8GetDatum(ls->output_ms);
 	values[14] = Float8GetDatum(ls->total_ms);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	PG_RETURN_NULL();
+}
+
+PG_FUNCTION_INFO_V1(tc_devices);
+
+/* The GPUs this backend can use; no rows where there are none. */
+Datum
+tc_devices(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TcGpuInfo	gpus[16];
+	int			n;
+
+	InitMaterializedSRF(fcinfo, 0);
+	n = tc_gpu_list(gpus, lengthof(gpus), NULL, 0);
+	for (int i = 0; i < n && i < (int) lengthof(gpus); i++)
+	{
+		Datum		values[6];
+		bool		nulls[6] = {0};
+
+		values[0] = Int32GetDatum(gpus[i].device);
+		values[1] = CStringGetTextDatum(gpus[i].name);
+		values[2] = CStringGetTextDatum(psprintf("%d.%d", gpus[i].major, gpus[i].minor));
+		values[3] = Int64GetDatum((int64) (gpus[i].total_memory >> 20));
+		values[4] = Int64GetDatum((int64) (gpus[i].free_memory >> 20));
+		values[5] = Int32GetDatum(gpus[i].sm_count);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
 	PG_RETURN_NULL();
 }

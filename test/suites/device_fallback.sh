@@ -42,6 +42,11 @@ check "device=auto falls back to the CPU" 'cpu|1' \
 check "device=cpu runs on the CPU" 'cpu' \
     "SET tcjoin.device = cpu; SELECT count(*) FROM tc_selfjoin('tcjoin_device_pts', 'vec', 1); SELECT device FROM tc_last_stats()"
 
+check "tc_devices() lists no GPU" '0' \
+    "SELECT count(*) FROM tc_devices()"
+check "a GPU memory limit is accepted and unused on the CPU" 'cpu|1' \
+    "SET tcjoin.gpu_memory_limit = '1MB'; SELECT count(*) FROM tc_selfjoin('tcjoin_device_pts', 'vec', 1); SELECT device || '|' || pairs FROM tc_last_stats()"
+
 psql -X -q -d postgres -c "DROP TABLE tcjoin_device_pts" >/dev/null
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
