@@ -129,6 +129,47 @@ lower_bound_key(const unsigned long long *keys, unsigned int n, unsigned long lo
 	return lo;
 }
 
+/*
+ * Call f(p) for every cell p a cell c meets after itself: the next cell of
+ * its row and the cells of the lexicographically positive neighbour rows,
+ * so that each pair of adjacent cells is visited once.
+ */
+template <typename F>
+__device__ __forceinline__ void
+for_each_later_neighbour(const GridDev &g, unsigned int c, F f)
+{
+	unsigned long long key = g.cell_key[c];
+	long long	cc[TC_GRID_MAX_DIMS];
+	const int	last = g.k - 1;
+
+	if (g.k == 0)
+		return;
+	for (int j = 0; j < g.k; j++)
+		cc[j] = (long long) ((key / g.stride[j]) % (unsigned long long) g.ncell[j]);
+	if (cc[last] + 1 < g.ncell[last] && c + 1 < g.ncells && g.cell_key[c + 1] == key + 1)
+		f(c + 1);
+	for (int o = 0; o < g.noffs; o++)
+	{
+		bool		inside = true;
+
+		for (int j = 0; j < last; j++)
+		{
+			long long	x = cc[j] + c_offs[o][j];
+
+			inside = inside && x >= 0 && x < g.ncell[j];
+		}
+		if (!inside)
+			continue;
+
+		long long	lo_key = (long long) key + c_delta[o] - (cc[last] > 0 ? 1 : 0);
+		long long	hi_key = (long long) key + c_delta[o] + (cc[last] + 1 < g.ncell[last] ? 1 : 0);
+
+		for (unsigned int p = lower_bound_key(g.cell_key, g.ncells, (unsigned long long) lo_key);
+			 p < g.ncells && (long long) g.cell_key[p] <= hi_key; p++)
+			f(p);
+	}
+}
+
 /* The contract's sum with early exit; true iff s <= thr. */
 __device__ __forceinline__ bool
 within(const double *a, const double *b, int d, double thr, double *s_out)
@@ -252,41 +293,13 @@ join_kernel(GridDev g, BatchDev b)
 			unsigned int ce = g.cell_start[c + 1];
 			unsigned int q = q0 + lane;
 			bool		active = lane < (int) nq;
-			unsigned long long key = g.cell_key[c];
-			long long	cc[TC_GRID_MAX_DIMS];
-			const int	last = g.k - 1;
 
-			/* Own cell (j > q), then the next cell of the row. */
+			/* Own cell (j > q), then the later neighbour cells. */
 			scan_range(g, b, st, n, lane, active, q, q0 + 1, ce, true, cand);
-			if (g.k == 0)
-				continue;
-			for (int j = 0; j < g.k; j++)
-				cc[j] = (long long) ((key / g.stride[j]) % (unsigned long long) g.ncell[j]);
-			if (cc[last] + 1 < g.ncell[last] && c + 1 < g.ncells &&
-				g.cell_key[c + 1] == key + 1)
-				scan_range(g, b, st, n, lane, active, q, g.cell_start[c + 1],
-						   g.cell_start[c + 2], false, cand);
-			for (int o = 0; o < g.noffs; o++)
-			{
-				bool		inside = true;
-				long long	lo_key,
-							hi_key;
-
-				for (int j = 0; j < last; j++)
-				{
-					long long	x = cc[j] + c_offs[o][j];
-
-					inside = inside && x >= 0 && x < g.ncell[j];
-				}
-				if (!inside)
-					continue;
-				lo_key = (long long) key + c_delta[o] - (cc[last] > 0 ? 1 : 0);
-				hi_key = (long long) key + c_delta[o] + (cc[last] + 1 < g.ncell[last] ? 1 : 0);
-				for (unsigned int p = lower_bound_key(g.cell_key, g.ncells, (unsigned long long) lo_key);
-					 p < g.ncells && (long long) g.cell_key[p] <= hi_key; p++)
-					scan_range(g, b, st, n, lane, active, q, g.cell_start[p],
-							   g.cell_start[p + 1], false, cand);
-			}
+			for_each_later_neighbour(g, c, [&](unsigned int p) {
+				scan_range(g, b, st, n, lane, active, q, g.cell_start[p],
+						   g.cell_start[p + 1], false, cand);
+			});
 		}
 	}
 	flush_stage(st, n, b, lane);
@@ -343,38 +356,11 @@ cell_nbr_kernel(GridDev g, unsigned long long *nbr, unsigned long long *per_quer
 		return;
 	unsigned int cs = g.cell_start[c],
 				ce = g.cell_start[c + 1];
-	unsigned long long key = g.cell_key[c];
 	unsigned long long sum = 0;
 
-	if (g.k > 0)
-	{
-		long long	cc[TC_GRID_MAX_DIMS];
-		const int	last = g.k - 1;
-
-		for (int j = 0; j < g.k; j++)
-			cc[j] = (long long) ((key / g.stride[j]) % (unsigned long long) g.ncell[j]);
-		if (cc[last] + 1 < g.ncell[last] && c + 1 < g.ncells && g.cell_key[c + 1] == key + 1)
-			sum += g.cell_start[c + 2] - g.cell_start[c + 1];
-		for (int o = 0; o < g.noffs; o++)
-		{
-			bool		inside = true;
-
-			for (int j = 0; j < last; j++)
-			{
-				long long	x = cc[j] + c_offs[o][j];
-
-				inside = inside && x >= 0 && x < g.ncell[j];
-			}
-			if (!inside)
-				continue;
-			long long	lo_key = (long long) key + c_delta[o] - (cc[last] > 0 ? 1 : 0);
-			long long	hi_key = (long long) key + c_delta[o] + (cc[last] + 1 < g.ncell[last] ? 1 : 0);
-
-			for (unsigned int p = lower_bound_key(g.cell_key, g.ncells, (unsigned long long) lo_key);
-				 p < g.ncells && (long long) g.cell_key[p] <= hi_key; p++)
-				sum += g.cell_start[p + 1] - g.cell_start[p];
-		}
-	}
+	for_each_later_neighbour(g, c, [&](unsigned int p) {
+		sum += g.cell_start[p + 1] - g.cell_start[p];
+	});
 	nbr[c] = sum;
 	per_query[c] = (ce - cs - 1) + sum;
 	cell_bound[c] = (unsigned long long) (ce - cs) * (ce - cs - 1) / 2 +

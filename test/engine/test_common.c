@@ -264,19 +264,22 @@ points_generate(TcPoints *p, Dist dist, int64_t n, int32_t d,
 		case DIST_MIXED_MAG:
 			{
 				/*
-				 * Each point picks a magnitude class.  In float8, differences
-				 * of the 1e155 class square to infinity (never within eps),
-				 * and those of the 1e-170 class underflow to 0 (distinct
-				 * points at distance 0).  float4 cannot hold those, so it
-				 * spans its own range instead.
+				 * Each point picks a magnitude class.  In float8, squared
+				 * differences of the 1e155 class overflow to infinity (never
+				 * within eps), those of the 1e153 class overflow only when
+				 * summed over enough dimensions, differences in the 1.7e308
+				 * class overflow themselves (and so does a dimension's
+				 * range), and those of the 1e-170 class underflow to 0
+				 * (distinct points at distance 0).  float4 cannot hold
+				 * those, so it spans its own range instead.
 				 */
-				static const double cls8[] = {1e-170, 1e-150, 1.0, 1e150, 1e155, 1e300};
-				static const double cls4[] = {1e-44, 1e-30, 1.0, 1e30, 1e38, 3e38};
+				static const double cls8[] = {1e-170, 1e-150, 1.0, 1e150, 1e153, 1e155, 1e300, 1.7e308};
+				static const double cls4[] = {1e-44, 1e-30, 1.0, 1e20, 1e30, 1e37, 1e38, 3.4e38};
 				const double *cls = f4 ? cls4 : cls8;
 
 				for (int64_t i = 0; i < n; i++)
 				{
-					double		scale = cls[rng_below(r, 6)];
+					double		scale = cls[rng_below(r, 8)];
 
 					for (int32_t k = 0; k < d; k++)
 						points_set(p, i, k, scale * (2.0 * rng_uniform(r) - 1.0));
