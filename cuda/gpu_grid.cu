@@ -60,6 +60,7 @@ __constant__ long long c_delta[MAX_OFFS];
 struct GridDev
 {
 	const double *pts;			/* n x d, cell order */
+	const unsigned int *perm;	/* cell order -> caller's index */
 	int			d;
 	int			k;
 	int			noffs;
@@ -256,7 +257,7 @@ scan_range(const GridDev &g, const BatchDev &b, Stage &st, int &n, int lane,
 			{
 				int			r = n + __popc(m & ((1u << lane) - 1));
 
-				st.pair[r] = make_uint2(q, j);
+				st.pair[r] = make_uint2(g.perm[q], g.perm[j]);
 				st.dist[r] = __dsqrt_rn(s);
 			}
 			n += cnt;
@@ -423,7 +424,6 @@ struct TcGpuJoin
 	int			nhost;
 	int		   *h_abort;		/* mapped: the host can stop a kernel */
 	int		   *d_abort;
-	unsigned int *h_perm;
 	unsigned long long *h_bounds;
 	TcPair	   *out;
 };
@@ -521,7 +521,6 @@ tc_gpu_join_free(TcGpuJoin *g)
 		cudaFree(g->dev[i]);
 	for (int i = 0; i < g->nhost; i++)
 		cudaFreeHost(g->host[i]);
-	free(g->h_perm);
 	free(g->h_bounds);
 	free(g->out);
 	cudaGetLastError();
@@ -558,7 +557,7 @@ wait_stream(TcGpuJoin *g, cudaStream_t s, const TcSink *sink, TcError *err)
 	}
 }
 
-/* Map device pairs (cell-order indices) to the caller's and emit them. */
+/* Widen the device's pairs into the engine's and emit them. */
 static TcStatus
 emit_pairs(TcGpuJoin *g, const uint2 *pairs, const double *dist, size_t count,
 		   const TcSink *sink, TcJoinStats *stats)
@@ -569,8 +568,8 @@ emit_pairs(TcGpuJoin *g, const uint2 *pairs, const double *dist, size_t count,
 
 		for (size_t t = 0; t < m; t++)
 		{
-			g->out[t].a = g->h_perm[pairs[i + t].x];
-			g->out[t].b = g->h_perm[pairs[i + t].y];
+			g->out[t].a = pairs[i + t].x;
+			g->out[t].b = pairs[i + t].y;
 			g->out[t].dist = dist[i + t];
 		}
 		stats->pairs += m;
@@ -811,18 +810,16 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 	CHECK(cudaStreamSynchronize(g->stream[0]));
 	dev_free(g, d_raw);
 
-	/* The permutation, for mapping results back to the caller's indices. */
-	g->h_perm = (unsigned int *) malloc(sizeof(unsigned int) * n);
+	/* The kernel writes the caller's indices, through the permutation. */
+	gd.perm = d_perm;
 	if (g->out == NULL)
 		g->out = (TcPair *) malloc(sizeof(TcPair) * OUT_BATCH);
-	if (g->h_perm == NULL || g->out == NULL)
+	if (g->out == NULL)
 	{
 		err->status = TC_ERR_NOMEM;
 		snprintf(err->message, sizeof(err->message), "out of memory");
 		return TC_ERR_NOMEM;
 	}
-	CHECK(cudaMemcpy(g->h_perm, d_perm, sizeof(unsigned int) * n, cudaMemcpyDeviceToHost));
-	dev_free(g, d_perm);
 	stats->cells = gd.ncells;
 
 	/* Work items: bounds, queries per item, sorted by bound. */
