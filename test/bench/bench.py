@@ -12,7 +12,6 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,31 +48,34 @@ class Workload:
 
 
 def matrix(quick, gpu):
-    """The workloads.  CPU sizes fit a 2-core machine in about 15 minutes."""
+    """The workloads.  The CPU ones take about 10 minutes on 2 cores."""
     W = Workload
     fm = 'fmnist_70000x784.f32'
     have_fm = os.path.exists(os.path.join(DATA, fm))
     if quick:
         ws = [W('uniform-2d', 'uniform', 100_000, 2, ks=(16, 64), sql=True,
-                peers=('cube', 'postgis'), peer_ks=(16, 64), reps=1)]
+                peers=('cube', 'postgis'), peer_ks=(16,), reps=1)]
         if have_fm:
             ws.append(W('fmnist', fm, 2_000, 784, sql=True))
         return ws
 
     ws = []
-    # Time against n at 64 neighbours, and against eps at n = 100,000.
+    # Time against n at 64 neighbours, and against eps at n = 100,000.  The
+    # peers take 5-25 s a run here, so they run at the smaller sizes only.
     big = (5_000_000, 10_000_000) if gpu else ()
     for g in ('uniform', 'expo'):
         for n in (100_000, 200_000, 500_000, 1_000_000, 2_000_000) + big:
             sweep = n == 100_000
-            peers = ('cube', 'postgis') if n <= 200_000 else ()
-            ws.append(W(f'{g}-2d', g, n, 2,
-                        ks=(64, 128, 256) if sweep else (64,),
-                        cpu=n <= CPU_MAX_N, sql=n <= 500_000,
-                        peers=peers if g == 'uniform' or sweep else (),
+            if g == 'uniform':
+                peers = ('cube', 'postgis') if n <= 200_000 else ()
+            else:
+                peers = ('cube', 'postgis') if sweep else ()
+            ws.append(W(f'{g}-2d', g, n, 2, ks=(64, 128, 256) if sweep else (64,),
+                        cpu=n <= CPU_MAX_N, sql=n <= 500_000, peers=peers,
                         peer_ks=(64, 128, 256) if sweep and g == 'uniform' else (64,),
                         reps=1))
-    # Dimensions 4 to 8: the grid's candidates grow as 3^d.
+    # Dimensions 4 to 8: eps nears the extent of the data, and the grid's
+    # candidates grow towards all pairs.
     for g in ('uniform', 'expo'):
         for d in (4, 6, 8):
             ws.append(W(f'{g}-{d}d', g, 50_000, d))
@@ -89,7 +91,8 @@ def matrix(quick, gpu):
     if gpu:
         real.append(W('fmnist', fm, 70_000, 784, ks=(64, 128, 256), cpu=False, sql=True))
     ws += [w for w in real if os.path.exists(os.path.join(DATA, w.source))]
-    # High dimensions: brute force.  CPU sizes keep n^2 d near 1.6e13/1000.
+    # High dimensions: brute force.  CPU sizes keep n^2 d near 1.6e10 (about
+    # a second on 2 cores); plain SQL takes seconds for n in the hundreds.
     for d, n in ((64, 16_000), (256, 8_000), (1024, 4_000), (4096, 2_000)):
         ws.append(W(f'uniform-{d}d', 'uniform', n, d, sql=True))
         if gpu:
@@ -239,14 +242,15 @@ END $$"""
             log(f'bench: no PostGIS ({last_line(err)}); its rows are skipped')
 
     @staticmethod
-    def psql(statements, db=DB, input=None, timeout=None):
+    def psql(statements, db=DB):
+        """Statements in one session, each its own -c (so each its own transaction)."""
         cmd = ['psql', '-X', '-q', '-A', '-t', '-F', '\t', '-v', 'ON_ERROR_STOP=1', '-d', db]
         for s in statements:
             cmd += ['-c', s]
-        return sh(cmd, timeout=timeout, input=input)
+        return sh(cmd)
 
-    def must(self, statements, **kw):
-        rc, out, err = self.psql(statements, **kw)
+    def must(self, statements):
+        rc, out, err = self.psql(statements)
         if rc != 0:
             sys.exit(f'bench: SQL failed: {err.strip()}')
         return out
@@ -278,11 +282,10 @@ END $$"""
     def bench(self, query, reps, setup=(), stats=False, timeout=None):
         """Runs query reps times on the server: (ms list, stats of each run) or
         (None, error)."""
-        q = query.replace('$q$', '')
         stmts = list(setup)
         if timeout:
             stmts.append(f"SET statement_timeout = '{int(timeout * reps)}s'")
-        stmts.append(f'SELECT ms, st FROM bench($q${q}$q$, {reps}, {str(stats).lower()})')
+        stmts.append(f'SELECT ms, st FROM bench($q${query}$q$, {reps}, {str(stats).lower()})')
         rc, out, err = self.psql(stmts)
         if rc != 0:
             errors = [ln for ln in err.splitlines() if ln.startswith('ERROR:')]
@@ -299,6 +302,13 @@ END $$"""
                 ms.append(float(a))
                 st.append(json.loads(b) if b.strip() else None)
         return ms, st
+
+    def seconds(self, statement):
+        """Time one statement that must succeed (building a peer's table)."""
+        ms, err = self.bench(statement, 1)
+        if ms is None:
+            sys.exit(f'bench: SQL failed: {err}')
+        return ms[0] / 1000
 
     def drop(self):
         self.psql([f'DROP DATABASE IF EXISTS {DB}'], db='postgres')
@@ -347,17 +357,17 @@ def peer_setup(sql, w, table):
         elif peer == 'postgis' and (w.d != 2 or not sql.postgis):
             out[peer] = 'n/a (no PostGIS)' if w.d == 2 else 'n/a (2-D only)'
         elif peer == 'cube':
-            ms1, _ = sql.bench(f'CREATE TABLE {table}_cube AS SELECT id, cube(vec::float8[]) AS c FROM {table}', 1)
-            ms2, _ = sql.bench(f'CREATE INDEX ON {table}_cube USING gist (c)', 1)
+            out[peer] = (sql.seconds(f'CREATE TABLE {table}_cube AS '
+                                     f'SELECT id, cube(vec::float8[]) AS c FROM {table}'),
+                         sql.seconds(f'CREATE INDEX ON {table}_cube USING gist (c)'))
             sql.must([f'VACUUM ANALYZE {table}_cube'])
-            out[peer] = (ms1[0] / 1000, ms2[0] / 1000)
         elif peer == 'postgis':
-            ms1, _ = sql.bench(f'CREATE TABLE {table}_geom AS SELECT id, ST_MakePoint(vec[1], vec[2]) AS g FROM {table}', 1)
-            ms2, _ = sql.bench(f'CREATE INDEX ON {table}_geom USING gist (g)', 1)
+            out[peer] = (sql.seconds(f'CREATE TABLE {table}_geom AS '
+                                     f'SELECT id, ST_MakePoint(vec[1], vec[2]) AS g FROM {table}'),
+                         sql.seconds(f'CREATE INDEX ON {table}_geom USING gist (g)'))
             sql.must([f'VACUUM ANALYZE {table}_geom'])
-            out[peer] = (ms1[0] / 1000, ms2[0] / 1000)
         else:
-            out[peer] = (0.0, 0.0)
+            out[peer] = (None, None)    # plain SQL: the table as it is
     return out
 
 
@@ -398,6 +408,54 @@ def gemm_floor(w, timeout):
     return rows
 
 
+def measured(row, result):
+    """A row with the times of a Sql.bench result, or its error."""
+    ms, more = result
+    if ms is None:
+        row['status'] = more
+        return row
+    return timed_row(row, ms, more)
+
+
+def run_sql(sql, data, w, table, epss, gpu, reps, slow_reps, timeout, tag):
+    """The SQL rows of one workload: tc_selfjoin, the peers, the floors."""
+    rows = []
+    secs = sql.load(table, data.path(w), w.n, w.d)
+    log(f'{tag}: loaded into table {table} in {secs:.1f} s')
+    peers = peer_setup(sql, w, table)
+    for k in w.ks:
+        eps = epss[k]
+        pairs = None
+        for path, setup, extra in sql_tc_paths(w, gpu):
+            r = reps if path != 'sql tc_selfjoin t=1' else slow_reps
+            q = f"SELECT count(*) FROM tc_selfjoin('{table}', 'vec', {eps}{extra})"
+            row = measured(new_row(w, k, eps, 'sql', path),
+                           sql.bench(q, r, setup, stats=True))
+            pairs = pairs or row.get('pairs')
+            rows.append(row)
+            log(f'{tag} k={k}: {path}: {show_time(row)}')
+        for peer in w.peers if k in w.peer_ks else ():
+            row = new_row(w, k, eps, 'sql', PEER_NAMES[peer])
+            if isinstance(peers[peer], str):
+                row['status'] = peers[peer]
+            else:
+                measured(row, sql.bench(peer_query(peer, w, table, eps), slow_reps,
+                                        timeout=timeout))
+                row.update(load_s=peers[peer][0], index_s=peers[peer][1],
+                           join_s=row.get('time_s'))
+            rows.append(row)
+            log(f'{tag} k={k}: {PEER_NAMES[peer]}: {show_time(row)}')
+        # Floors: reading every vector (detoasted), and emitting as many rows.
+        rows.append(measured(new_row(w, k, eps, 'floor', 'floor read table'),
+                             sql.bench(f'SELECT sum(array_length(vec, 1)) FROM {table}', reps)))
+        if pairs is not None:
+            rows.append(measured(new_row(w, k, eps, 'floor', 'floor emit rows', pairs=pairs),
+                                 sql.bench(f'SELECT count(*) FROM generate_series(1, {pairs})',
+                                           reps)))
+    sql.must([f'DROP TABLE IF EXISTS {table}, {table}_cube, {table}_geom'])
+    return rows
+
+
 # ---------------------------------------------------------------- the run
 
 def run_suite(args):
@@ -422,51 +480,9 @@ def run_suite(args):
                     r = reps if path != 'engine cpu t=1' else slow_reps
                     rows.append(run_engine(data, w, k, epss[k], path, pargs, r, timeout))
                     log(f'{tag} k={k}: {path}: {show_time(rows[-1])}')
-            sql_paths = sql_tc_paths(w, args.gpu)
-            if not (w.sql and sql.ok and sql_paths):
-                continue
-            table = f'w{wi}'
-            secs = sql.load(table, data.path(w), w.n, w.d)
-            log(f'{tag}: loaded into table {table} in {secs:.1f} s')
-            peers = peer_setup(sql, w, table)
-            for k in w.ks:
-                eps = epss[k]
-                q = f"SELECT count(*) FROM tc_selfjoin('{table}', 'vec', {eps}{{}})"
-                pairs = None
-                for path, setup, extra in sql_paths:
-                    r = reps if path != 'sql tc_selfjoin t=1' else slow_reps
-                    row = new_row(w, k, eps, 'sql', path)
-                    ms, st = sql.bench(q.format(extra), r, setup, stats=True)
-                    if ms is None:
-                        row['status'] = st
-                    else:
-                        timed_row(row, ms, st)
-                        pairs = pairs or row.get('pairs')
-                    rows.append(row)
-                    log(f'{tag} k={k}: {path}: {show_time(row)}')
-                for peer in w.peers if k in w.peer_ks else ():
-                    row = new_row(w, k, eps, 'sql', PEER_NAMES[peer])
-                    if isinstance(peers[peer], str):
-                        row['status'] = peers[peer]
-                    else:
-                        ms, err = sql.bench(peer_query(peer, w, table, eps), slow_reps,
-                                            timeout=timeout)
-                        if ms is None:
-                            row['status'] = err
-                        else:
-                            timed_row(row, ms)
-                            row.update(load_s=peers[peer][0], index_s=peers[peer][1],
-                                       join_s=row['time_s'])
-                    rows.append(row)
-                    log(f'{tag} k={k}: {PEER_NAMES[peer]}: {show_time(row)}')
-                # Floors: reading every vector (detoasted), and emitting as many rows.
-                ms, _ = sql.bench(f'SELECT sum(array_length(vec, 1)) FROM {table}', reps)
-                rows.append(timed_row(new_row(w, k, eps, 'floor', 'floor read table'), ms))
-                if pairs is not None:
-                    ms, _ = sql.bench(f'SELECT count(*) FROM generate_series(1, {pairs})', reps)
-                    rows.append(timed_row(new_row(w, k, eps, 'floor', 'floor emit rows',
-                                                  pairs=pairs), ms))
-            sql.must([f'DROP TABLE IF EXISTS {table}, {table}_cube, {table}_geom'])
+            if w.sql and sql.ok and sql_tc_paths(w, args.gpu):
+                rows += run_sql(sql, data, w, f'w{wi}', epss, args.gpu, reps, slow_reps,
+                                timeout, tag)
     finally:
         if sql.ok:
             sql.drop()
@@ -585,7 +601,7 @@ def table(rows):
                      f'{si(r.get("pairs_per_s")):>8} {si(r.get("candidates")):>7} '
                      f'{secs(r.get("load_s")):>6} {secs(r.get("index_s")):>6} '
                      f'{secs(r.get("join_s")):>6} {secs(r.get("output_s")):>6} '
-                     f'{tfl:>7}  {notes(r)}')
+                     f'{tfl:>7}  {notes(r)}'.rstrip())
     return '\n'.join(lines)
 
 

@@ -6,6 +6,14 @@ import matplotlib
 
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogFormatter  # noqa: E402
+
+class PlainLog(LogFormatter):
+    """Log-axis labels as plain numbers (0.1, 2, 10), not powers of ten."""
+
+    def _num_to_string(self, x, vmin, vmax):
+        return f'{x:g}'
+
 
 # One colour and marker per path, the same in every plot.
 STYLE = {
@@ -65,6 +73,8 @@ def lines(ax, rows, x_of, gpu_paths):
         ax.plot([x for x, _ in pts], [y for _, y in pts], color=c, marker=m, linestyle=ls,
                 label=p.replace('sql ', 'SQL ').replace('engine ', 'engine '), markersize=4)
     ax.set_yscale('log')
+    ax.yaxis.set_major_formatter(PlainLog())
+    ax.yaxis.set_minor_formatter(PlainLog(labelOnlyBase=False, minor_thresholds=(1.2, 0.6)))
     ax.grid(True, which='both', alpha=0.3)
 
 
@@ -116,6 +126,11 @@ def time_vs_n(rows, out, gpu_paths):
         sel = [r for r in rows if (r['workload'], r['d'], r['k']) == (w, d, k)]
         lines(ax, sel, lambda r: r['n'], gpu_paths)
         ax.set_xscale('log')
+        ns = sorted({r['n'] for r in sel})
+        ax.set_xticks(ns)
+        ax.set_xticks([], minor=True)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f'{v / 1e6:g}M' if v >= 1e6
+                                                   else f'{v / 1e3:g}k'))
         ax.set_title(f'{w}, {k} neighbours per point')
         ax.set_xlabel('n (points)')
         ax.set_ylabel('seconds (median)')
@@ -169,10 +184,11 @@ def speedup(rows, out):
     ax.set_xticklabels([f'{r["workload"]}\nn={r["n"]:,}\nK={r["k"]}' for r in sel], fontsize=7)
     ax.set_yscale('log')
     ax.axhline(1, color='0.3', linewidth=0.8)
+    ax.set_ylim(top=max(r.get(f'speedup_vs_{p}') or 0 for r in sel for p, _, _ in peers) * 3)
     ax.set_ylabel('peer time / tc_selfjoin time')
     ax.set_title('Speedup of tc_selfjoin (all CPU threads) over each peer\n'
                  'same table, same eps; higher is better', fontsize=10)
-    ax.legend(fontsize=8, loc='upper right')
+    ax.legend(fontsize=8, loc='upper left', ncol=3)
     ax.grid(True, axis='y', which='both', alpha=0.3)
     fig.tight_layout()
     path = os.path.join(out, 'speedup.png')
