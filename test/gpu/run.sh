@@ -63,6 +63,33 @@ if [ -n "$BENCH" ]; then
         $B --gen expo --n 2000000 --d $d --neighbours 64 --device gpu --reps 3
     done
     $B --gen expo --n 2000000 --d 2 --eps 0.0002 --device cpu --reps 1
+
+    echo "== through PostgreSQL: 2,000,000 exponential 2-D points, eps 0.0002"
+    psql -X -q -A -t -v ON_ERROR_STOP=1 -d postgres <<'SQL'
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tcjoin;
+DROP TABLE IF EXISTS gpu_bench_pts;
+SELECT setseed(0.5);
+CREATE TABLE gpu_bench_pts AS
+    SELECT i::bigint AS id, ARRAY[-ln(1 - random()) / 40, -ln(1 - random()) / 40]::real[] AS vec
+    FROM generate_series(1, 2000000) i;
+ALTER TABLE gpu_bench_pts ADD PRIMARY KEY (id);
+VACUUM ANALYZE gpu_bench_pts;
+CREATE OR REPLACE FUNCTION pg_temp.ms(q text) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN EXECUTE q; RETURN extract(epoch FROM clock_timestamp() - t0) * 1000; END $$;
+SELECT 'pairs ' || count(*) FROM tc_selfjoin('gpu_bench_pts', 'vec', 0.0002);
+SELECT 'device ' || device || ', load ' || round(load_ms) || ' ms, index ' || round(index_ms) ||
+       ' ms, join+output ' || round(join_ms) || ' ms, output ' || round(output_ms) || ' ms'
+  FROM tc_last_stats();
+SELECT 'gpu tc_selfjoin ms ' || string_agg(round(pg_temp.ms($q$SELECT count(*) FROM tc_selfjoin('gpu_bench_pts', 'vec', 0.0002)$q$))::text, ' ') FROM generate_series(1, 3);
+SET tcjoin.device = cpu;
+SELECT 'cpu tc_selfjoin ms ' || string_agg(round(pg_temp.ms($q$SELECT count(*) FROM tc_selfjoin('gpu_bench_pts', 'vec', 0.0002)$q$))::text, ' ') FROM generate_series(1, 3);
+SELECT 'floor read ms ' || string_agg(round(pg_temp.ms($q$SELECT count(vec) FROM gpu_bench_pts$q$))::text, ' ') FROM generate_series(1, 3);
+SELECT 'floor emit ms ' || string_agg(round(pg_temp.ms(format($q$SELECT count(*) FROM generate_series(1, %s)$q$,
+       (SELECT pairs FROM tc_last_stats()))))::text, ' ') FROM generate_series(1, 3);
+DROP TABLE gpu_bench_pts;
+SQL
 fi 2>&1 | tee "$OUT/bench.log"
 
 echo "$PASSED passed, $FAILED failed"
