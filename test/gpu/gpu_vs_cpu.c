@@ -240,6 +240,13 @@ make_points(const char *kind, int64_t n, int d)
 	float	   *x = malloc(sizeof(float) * n * d);
 
 	for (int64_t i = 0; i < n; i++)
+	{
+		/* dups: a quarter of the points repeat an earlier one exactly. */
+		if (strcmp(kind, "dups") == 0 && i > 0 && next_u64() % 4 == 0)
+		{
+			memcpy(x + i * d, x + (int64_t) (next_u64() % (uint64_t) i) * d, sizeof(float) * d);
+			continue;
+		}
 		for (int j = 0; j < d; j++)
 		{
 			double		u = unit();
@@ -248,13 +255,12 @@ make_points(const char *kind, int64_t n, int d)
 			if (strcmp(kind, "expo") == 0)
 				v = -log(1.0 - u) / 40.0;
 			else if (strcmp(kind, "far") == 0)
-				v = 1e4 + u * 1e-2;		/* far from the origin */
-			else if (strcmp(kind, "dups") == 0)
-				v = floor(u * 8) / 8;	/* many exact duplicates */
+				v = 1e4 + u * 10;	/* far from the origin: float4 steps of 2^-10 */
 			else
 				v = u;
 			x[i * d + j] = (float) v;
 		}
+	}
 	return x;
 }
 
