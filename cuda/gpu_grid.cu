@@ -10,7 +10,8 @@
  * that bound, largest first (sort by workload).  Warps take items from an
  * atomic counter (the work queue).
  *
- * A warp's lanes hold the item's queries and walk the candidates together:
+ * A warp's lanes hold the item's queries (in groups of lanes when it has
+ * fewer than 32, each group striding over the candidates) and walk them:
  * the rest of their own cell (j > q), the next cell of the row, and the
  * lexicographically positive neighbour rows, each cell pair once.  The
  * distance is the contract's: __dsub_rn/__dmul_rn/__dadd_rn in index order,
@@ -19,7 +20,8 @@
  * answer (partial sums only grow).
  *
  * Results: each warp stages hits in shared memory and appends them with one
- * atomic per STAGE pairs into a bounded device buffer.  Batches are ranges
+ * atomic per STAGE pairs into a bounded device buffer, as TcPair records
+ * with the caller's indices, so the host hands them to the sink as they are.  Batches are ranges
  * of items whose bounds, scaled by the hit rate seen so far, fit the
  * buffer; a batch that overflows anyway is dropped and rerun in halves, so
  * no pair is ever lost, and no single item can overflow (its bound is at
@@ -75,6 +77,15 @@ struct GridDev
 	double		thr;
 };
 
+/* The engine's TcPair, written by the kernel so the host passes it on as is. */
+struct PairDev
+{
+	long long	a;
+	long long	b;
+	double		dist;
+};
+static_assert(sizeof(PairDev) == sizeof(TcPair), "PairDev must match TcPair");
+
 struct BatchDev
 {
 	const unsigned long long *items;	/* (cell << 32) | (first query) */
@@ -82,8 +93,7 @@ struct BatchDev
 	unsigned int lo;
 	unsigned int hi;
 	unsigned int *queue;
-	uint2	   *pairs;
-	double	   *dist;
+	PairDev    *pairs;
 	unsigned int capacity;
 	unsigned int *count;
 	unsigned int *overflow;
@@ -93,8 +103,7 @@ struct BatchDev
 
 struct Stage
 {
-	uint2		pair[STAGE];
-	double		dist[STAGE];
+	PairDev		pair[STAGE];
 };
 
 /* ---------- device code ---------- */
@@ -221,27 +230,32 @@ flush_stage(Stage &st, int &n, const BatchDev &b, int lane)
 		for (int i = lane; i < n; i += WARP)
 		{
 			b.pairs[base + i] = st.pair[i];
-			b.dist[base + i] = st.dist[i];
 		}
 	__syncwarp();
 	n = 0;
 }
 
-/* Lane's query q against candidates [j0, j1); tri: only j > q. */
+/*
+ * Each query of the item against candidates [j0, j1) (tri: only j > q).
+ * The warp's lanes form groups of `width` lanes, one group per query, each
+ * lane taking every width-th candidate, so that an item of few queries
+ * still keeps every lane busy.
+ */
 __device__ void
 scan_range(const GridDev &g, const BatchDev &b, Stage &st, int &n, int lane,
-		   bool active, unsigned int q, unsigned int j0, unsigned int j1,
-		   bool tri, unsigned long long &cand)
+		   bool active, unsigned int q, unsigned int sub, unsigned int width,
+		   unsigned int j0, unsigned int j1, bool tri, unsigned long long &cand)
 {
 	const double *a = g.pts + (size_t) q * g.d;
 
-	for (unsigned int j = j0; j < j1; j++)
+	for (unsigned int base = j0; base < j1; base += width)
 	{
+		unsigned int j = base + sub;
 		bool		hit = false;
 		double		s = 0.0;
 		unsigned int m;
 
-		if (active && (!tri || j > q))
+		if (active && j < j1 && (!tri || j > q))
 		{
 			cand++;
 			hit = within(a, g.pts + (size_t) j * g.d, g.d, g.thr, &s);
@@ -257,8 +271,9 @@ scan_range(const GridDev &g, const BatchDev &b, Stage &st, int &n, int lane,
 			{
 				int			r = n + __popc(m & ((1u << lane) - 1));
 
-				st.pair[r] = make_uint2(g.perm[q], g.perm[j]);
-				st.dist[r] = __dsqrt_rn(s);
+				st.pair[r].a = g.perm[q];
+				st.pair[r].b = g.perm[j];
+				st.pair[r].dist = __dsqrt_rn(s);
 			}
 			n += cnt;
 			__syncwarp();
@@ -292,13 +307,21 @@ join_kernel(GridDev g, BatchDev b)
 			unsigned int q0 = (unsigned int) item;
 			unsigned int nq = b.item_nq[it];
 			unsigned int ce = g.cell_start[c + 1];
-			unsigned int q = q0 + lane;
-			bool		active = lane < (int) nq;
+			/* Lane groups: the widest power of two that fits nq of them. */
+			unsigned int width = WARP;
+
+			while (width > 1 && (WARP / width) < nq)
+				width /= 2;
+
+			unsigned int qi = lane / width;
+			unsigned int sub = lane % width;
+			unsigned int q = q0 + qi;
+			bool		active = qi < nq;
 
 			/* Own cell (j > q), then the later neighbour cells. */
-			scan_range(g, b, st, n, lane, active, q, q0 + 1, ce, true, cand);
+			scan_range(g, b, st, n, lane, active, q, sub, width, q0 + 1, ce, true, cand);
 			for_each_later_neighbour(g, c, [&](unsigned int p) {
-				scan_range(g, b, st, n, lane, active, q, g.cell_start[p],
+				scan_range(g, b, st, n, lane, active, q, sub, width, g.cell_start[p],
 						   g.cell_start[p + 1], false, cand);
 			});
 		}
@@ -557,23 +580,16 @@ wait_stream(TcGpuJoin *g, cudaStream_t s, const TcSink *sink, TcError *err)
 	}
 }
 
-/* Widen the device's pairs into the engine's and emit them. */
+/* Hand the batch's pairs (already in TcPair layout) to the sink. */
 static TcStatus
-emit_pairs(TcGpuJoin *g, const uint2 *pairs, const double *dist, size_t count,
-		   const TcSink *sink, TcJoinStats *stats)
+emit_pairs(const TcPair *pairs, size_t count, const TcSink *sink, TcJoinStats *stats)
 {
 	for (size_t i = 0; i < count; i += OUT_BATCH)
 	{
 		size_t		m = std::min((size_t) OUT_BATCH, count - i);
 
-		for (size_t t = 0; t < m; t++)
-		{
-			g->out[t].a = pairs[i + t].x;
-			g->out[t].b = pairs[i + t].y;
-			g->out[t].dist = dist[i + t];
-		}
 		stats->pairs += m;
-		if (sink->emit(sink->arg, g->out, m) != 0)
+		if (sink->emit(sink->arg, pairs + i, m) != 0)
 			return TC_STOPPED;
 	}
 	return TC_OK;
@@ -812,14 +828,6 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 
 	/* The kernel writes the caller's indices, through the permutation. */
 	gd.perm = d_perm;
-	if (g->out == NULL)
-		g->out = (TcPair *) malloc(sizeof(TcPair) * OUT_BATCH);
-	if (g->out == NULL)
-	{
-		err->status = TC_ERR_NOMEM;
-		snprintf(err->message, sizeof(err->message), "out of memory");
-		return TC_ERR_NOMEM;
-	}
 	stats->cells = gd.ncells;
 
 	/* Work items: bounds, queries per item, sorted by bound. */
@@ -876,7 +884,7 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 	 */
 	{
 		size_t		items_bytes = (size_t) n * (8 + 1 + 8 + 8 + 8 + 1) + (1 << 20);
-		size_t		per_pair = 2 * (sizeof(uint2) + sizeof(double));
+		size_t		per_pair = 2 * sizeof(PairDev);
 		unsigned long long floor_cap = std::max((unsigned long long) MIN_CAPACITY / 16, 2 * max_pq);
 
 		capacity = DEFAULT_CAPACITY;
@@ -970,21 +978,17 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 	dev_free(g, d_bounds2);
 
 	/* Result buffers and per-batch counters, one set per stream. */
-	uint2	   *d_pairs[2],
-			   *h_pairs[2];
-	double	   *d_dist[2],
-			   *h_dist[2];
+	PairDev    *d_pairs[2];
+	TcPair	   *h_pairs[2];
 	unsigned int *d_meta[2],
 			   *h_meta[2];		/* count, overflow, queue */
 	unsigned long long *d_cand;
 
 	for (int i = 0; i < 2; i++)
 	{
-		if ((st = dev_alloc(g, (void **) &d_pairs[i], sizeof(uint2) * capacity, err)) != TC_OK ||
-			(st = dev_alloc(g, (void **) &d_dist[i], sizeof(double) * capacity, err)) != TC_OK ||
+		if ((st = dev_alloc(g, (void **) &d_pairs[i], sizeof(PairDev) * capacity, err)) != TC_OK ||
 			(st = dev_alloc(g, (void **) &d_meta[i], sizeof(unsigned int) * 4, err)) != TC_OK ||
-			(st = host_alloc(g, (void **) &h_pairs[i], sizeof(uint2) * capacity, cudaHostAllocDefault, err)) != TC_OK ||
-			(st = host_alloc(g, (void **) &h_dist[i], sizeof(double) * capacity, cudaHostAllocDefault, err)) != TC_OK ||
+			(st = host_alloc(g, (void **) &h_pairs[i], sizeof(TcPair) * capacity, cudaHostAllocDefault, err)) != TC_OK ||
 			(st = host_alloc(g, (void **) &h_meta[i], sizeof(unsigned int) * 4, cudaHostAllocDefault, err)) != TC_OK)
 			return st;
 	}
@@ -1027,7 +1031,6 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 			bd.overflow = d_meta[cur] + 1;
 			bd.queue = d_meta[cur] + 2;
 			bd.pairs = d_pairs[cur];
-			bd.dist = d_dist[cur];
 			bd.capacity = capacity;
 			bd.candidates = d_cand;
 			bd.abort = g->d_abort;
@@ -1044,8 +1047,7 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 			/* The previous batch's pairs, while this one computes. */
 			if ((st = wait_stream(g, g->stream[pending], sink, err)) != TC_OK)
 				return st;
-			if ((st = emit_pairs(g, h_pairs[pending], h_dist[pending], h_meta[pending][0],
-								 sink, stats)) != TC_OK)
+			if ((st = emit_pairs(h_pairs[pending], h_meta[pending][0], sink, stats)) != TC_OK)
 				return st;
 			pending = -1;
 		}
@@ -1071,9 +1073,7 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 
 				if (sum > 0)
 					rate = std::min(1.0, std::max(1e-6, 1.5 * count / sum));
-				CHECK(cudaMemcpyAsync(h_pairs[launched], d_pairs[launched], sizeof(uint2) * count,
-									  cudaMemcpyDeviceToHost, g->stream[launched]));
-				CHECK(cudaMemcpyAsync(h_dist[launched], d_dist[launched], sizeof(double) * count,
+				CHECK(cudaMemcpyAsync(h_pairs[launched], d_pairs[launched], sizeof(PairDev) * count,
 									  cudaMemcpyDeviceToHost, g->stream[launched]));
 				pending = launched;
 				cur ^= 1;
