@@ -11,10 +11,15 @@
  * contract's.  The tile stays in cache while the block's rows pass over it.
  * Items come in order of decreasing work (in a self-join the first block
  * meets the most points), which keeps the tail of the work queue short.
+ *
+ * From TC_FILTER_MIN_DIMS dimensions on, a float32 filter with a proven
+ * margin (cpu_filter.c) first drops the pairs that are surely too far, and
+ * only the rest are summed exactly, one pair at a time.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_filter.h"
 #include "distance.h"
 #include "engine_int.h"
 
@@ -34,7 +39,14 @@ typedef struct BruteScratch
 	int			cols;			/* tile width, a multiple of TC_GROUP */
 	double	   *tile;			/* d x cols */
 	double	   *row;			/* d */
+	uint8_t    *keep;			/* TC_BRUTE_ROWS x cols, the filter's verdicts */
 } BruteScratch;
+
+/* The back end's state: the filter, where it applies. */
+typedef struct BruteState
+{
+	TcFilter   *filter;
+} BruteState;
 
 static int
 tile_cols(int d)
@@ -56,13 +68,15 @@ get_scratch(TcWorker *w, int d)
 	{
 		int			cols = tile_cols(d);
 
-		bs = malloc(sizeof(BruteScratch) + sizeof(double) * ((size_t) d * cols + d) + 64);
+		bs = malloc(sizeof(BruteScratch) + sizeof(double) * ((size_t) d * cols + d) + 64 +
+					(size_t) TC_BRUTE_ROWS * cols);
 		if (bs == NULL)
 			return NULL;
 		bs->cols = cols;
 		/* Vector loads want 32-byte alignment. */
 		bs->tile = (double *) (((uintptr_t) (bs + 1) + 31) & ~(uintptr_t) 31);
 		bs->row = bs->tile + (size_t) d * cols;
+		bs->keep = (uint8_t *) (bs->row + d);
 		w->scratch = bs;
 	}
 	return bs;
@@ -149,9 +163,45 @@ group_sums(const double *row, const double *tile, int cols, int d, double thr,
 	memcpy(out, s, sizeof(s));
 }
 
+/*
+ * Rows [i0, i1) of a against columns [j0, j1) of b through the filter:
+ * the pairs it keeps are summed exactly.  Returns false to stop.
+ */
+#define TC_DEFINE_FILTERED(NAME, ELEM, WITHIN) \
+static bool \
+NAME(TcWorker *w, const TcJoin *join, const uint8_t *keep, int64_t i0, \
+	 int64_t i1, int64_t j0, int64_t j1) \
+{ \
+	const int	d = join->a.d; \
+	const ELEM *A = (const ELEM *) join->a.data; \
+	const ELEM *B = (const ELEM *) join->b.data; \
+	\
+	for (int64_t i = i0; i < i1; i++) \
+	{ \
+		int64_t		jb = join->self && j0 <= i ? i + 1 : j0; \
+		\
+		if (jb < j1) \
+			w->candidates += (uint64_t) (j1 - jb); \
+		for (int64_t j = jb; j < j1; j++) \
+		{ \
+			double		dist; \
+			\
+			if (keep[(i - i0) * (j1 - j0) + (j - j0)] && \
+				WITHIN(A + i * d, B + j * d, d, join->thr, &dist) && \
+				!tc_emit(w, i, j, dist)) \
+				return false; \
+		} \
+	} \
+	return true; \
+}
+
+TC_DEFINE_FILTERED(filtered_f4, float, tc_within_f4)
+TC_DEFINE_FILTERED(filtered_f8, double, tc_within_f8)
+
 static void
 brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 {
+	const BruteState *state = join->state;
 	const int	d = join->a.d;
 	const double thr = join->thr;
 	int64_t		i0 = item * TC_BRUTE_ROWS;
@@ -179,6 +229,18 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 
 		if (tc_should_stop(join))
 			return;
+		if (state->filter)
+		{
+			bool		go;
+
+			tc_filter_block(state->filter, i0, i1, j0, j1, bs->keep);
+			go = join->a.type == TC_FLOAT4 ?
+				filtered_f4(w, join, bs->keep, i0, i1, j0, j1) :
+				filtered_f8(w, join, bs->keep, i0, i1, j0, j1);
+			if (!go)
+				return;
+			continue;
+		}
 		load_tile(&join->b, j0, j1, bs);
 		for (int64_t i = i0; i < i1; i++)
 		{
@@ -213,10 +275,22 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 	}
 }
 
+static void
+brute_free_state(TcJoin *join)
+{
+	BruteState *state = join->state;
+
+	if (state == NULL)
+		return;
+	tc_filter_free(state->filter);
+	free(state);
+	join->state = NULL;
+}
+
 static const TcBackend brute_backend = {
 	.name = "brute",
 	.run_item = brute_run_item,
-	.free_state = NULL,
+	.free_state = brute_free_state,
 };
 
 double
@@ -232,9 +306,22 @@ tc_brute_cost(const TcJoin *join)
 TcStatus
 tc_brute_prepare(TcJoin *join, TcError *err)
 {
-	(void) err;
+	BruteState *state = calloc(1, sizeof(BruteState));
+	TcStatus	st;
+
 	join->backend = &brute_backend;
-	join->state = NULL;
+	join->state = state;
+	if (state == NULL)
+	{
+		tc_set_error(err, TC_ERR_NOMEM, "out of memory");
+		return TC_ERR_NOMEM;
+	}
+	if ((st = tc_filter_build(join, &state->filter)) != TC_OK)
+	{
+		if (st == TC_ERR_NOMEM)
+			tc_set_error(err, st, "out of memory building the brute-force filter");
+		return st;
+	}
 	join->nitems = (join->a.n + TC_BRUTE_ROWS - 1) / TC_BRUTE_ROWS;
 	join->stats.grid_dims = 0;
 	join->stats.cells = 0;

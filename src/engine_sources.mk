@@ -2,7 +2,7 @@
 # CUDA back ends, relative to cuda/.  Shared by the extension's Makefile and
 # the standalone tests and benchmarks.  gpu_none.c stands in for the CUDA
 # back ends in a build without them.
-TC_ENGINE_SRCS = engine.c grid_plan.c cpu_grid.c cpu_brute.c gpu_none.c
+TC_ENGINE_SRCS = engine.c grid_plan.c cpu_grid.c cpu_brute.c cpu_filter.c gpu_none.c
 TC_CUDA_SRCS = gpu_device.cu gpu_grid.cu
 
 # Where CUDA is: nvcc on the PATH, else under CUDA_HOME.

@@ -1,0 +1,36 @@
+/*
+ * cpu_filter.h
+ *		A float32 filter with a proven margin for the CPU brute force
+ *		(cpu_filter.c has the proof).
+ */
+#ifndef TCJOIN_CPU_FILTER_H
+#define TCJOIN_CPU_FILTER_H
+
+#include <stdint.h>
+
+#include "engine.h"
+
+/* Below this many dimensions the exact sums are as cheap as the filter. */
+#define TC_FILTER_MIN_DIMS 48
+
+typedef struct TcFilter TcFilter;
+
+/*
+ * Build the filter for join's point sets into *slot (which the caller owns
+ * and frees, even after a longjmp out of a poll).  Leaves *slot NULL where
+ * the filter cannot help or its proof does not hold (few dimensions, a tiny
+ * eps, data out of float32's reach): the exact path then runs alone.
+ */
+extern TcStatus tc_filter_build(TcJoin *join, TcFilter **slot);
+
+/*
+ * Rows [i0, i1) of a against [j0, j1) of b: keep[(i - i0) * (j1 - j0) +
+ * (j - j0)] is 0 where the pair is surely farther than eps, 1 where the
+ * exact formula must decide.
+ */
+extern void tc_filter_block(const TcFilter *f, int64_t i0, int64_t i1,
+							int64_t j0, int64_t j1, uint8_t *keep);
+
+extern void tc_filter_free(TcFilter *f);
+
+#endif							/* TCJOIN_CPU_FILTER_H */
