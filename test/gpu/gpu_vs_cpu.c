@@ -5,7 +5,11 @@
  *		Plus the GPU's failure modes: cancel, a memory limit too small, and
  *		a result buffer far smaller than the result.
  *
- *	gpu_vs_cpu [--quick] [--seed S]
+ *	gpu_vs_cpu [--quick] [--seed S] [--seconds T]
+ *
+ * The failure modes run first; then the matrix, until T seconds (default
+ * no limit) have passed, so that a time-boxed run still ends with its
+ * summary line.
  *
  * Ends with "N passed, N failed".  Needs a GPU; with none it says so and
  * fails.
@@ -326,10 +330,41 @@ failure_modes(void)
 	free(x);
 }
 
+/* A result buffer far smaller than the result: batches rerun, none lost. */
+static void
+small_buffer(void)
+{
+	int64_t		n = 200000;
+	float	   *x = make_points("expo", n, 2);
+	TcPoints	p = {x, n, 2, TC_FLOAT4};
+	TcJoinParams cpu = {.eps = 0.002, .method = TC_METHOD_GRID, .device = TC_DEVICE_CPU,
+	.exact = true, .threads = tc_cpu_count()};
+	TcJoinParams gpu = cpu;
+	Collect		c1 = {0},
+				c2 = {0};
+	TcJoinStats s1,
+				s2;
+	TcError		e;
+
+	gpu.device = TC_DEVICE_GPU;
+	gpu.gpu_result_pairs = 4096;
+	run(&p, cpu, &c1, &s1, &e);
+	if (run(&p, gpu, &c2, &s2, &e) != TC_OK)
+		report(0, "small result buffer: %s", e.message);
+	else
+		report(c1.n == c2.n && c1.digest == c2.digest,
+			   "result buffer of 4096 pairs: cpu %zu pairs, gpu %zu pairs", c1.n, c2.n);
+	free(c1.pairs);
+	free(c2.pairs);
+	free(x);
+}
+
 int
 main(int argc, char **argv)
 {
 	bool		quick = false;
+	double		seconds = 0;
+	double		start;
 	uint64_t	seed = (uint64_t) time(NULL);
 	char		reason[256];
 	static const int dims[] = {1, 2, 3, 4, 5, 8, 16, 32, 64};
@@ -339,6 +374,8 @@ main(int argc, char **argv)
 	{
 		if (strcmp(argv[i], "--quick") == 0)
 			quick = true;
+		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+			seconds = atof(argv[++i]);
 		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
 			seed = strtoull(argv[++i], NULL, 10);
 	}
@@ -350,6 +387,10 @@ main(int argc, char **argv)
 		return 1;
 	}
 
+	small_buffer();
+	failure_modes();
+
+	start = tc_now();
 	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
 		for (size_t ki = 0; ki < sizeof(kinds) / sizeof(kinds[0]); ki++)
 		{
@@ -362,6 +403,11 @@ main(int argc, char **argv)
 
 			if (quick && d > 8 && ki > 1)
 				continue;
+			if (seconds > 0 && tc_now() - start > seconds)
+			{
+				printf("time is up: d = %d %s and later cases not run\n", d, kind);
+				goto out;
+			}
 			if (n > 200000 && strcmp(kind, "uniform") != 0 && strcmp(kind, "expo") != 0)
 				n = 200000;
 			x = make_points(kind, n, d);
@@ -411,36 +457,7 @@ main(int argc, char **argv)
 			free(x);
 		}
 
-	/* A result buffer far smaller than the result: batches rerun, none lost. */
-	{
-		int64_t		n = 200000;
-		float	   *x = make_points("expo", n, 2);
-		TcPoints	p = {x, n, 2, TC_FLOAT4};
-		TcJoinParams cpu = {.eps = 0.002, .method = TC_METHOD_GRID, .device = TC_DEVICE_CPU,
-		.exact = true, .threads = tc_cpu_count()};
-		TcJoinParams gpu = cpu;
-		Collect		c1 = {0},
-					c2 = {0};
-		TcJoinStats s1,
-					s2;
-		TcError		e;
-
-		gpu.device = TC_DEVICE_GPU;
-		gpu.gpu_result_pairs = 4096;
-		run(&p, cpu, &c1, &s1, &e);
-		if (run(&p, gpu, &c2, &s2, &e) != TC_OK)
-			report(0, "small result buffer: %s", e.message);
-		else
-		{
-			report(c1.n == c2.n && c1.digest == c2.digest,
-				   "result buffer of 4096 pairs: cpu %zu pairs, gpu %zu pairs", c1.n, c2.n);
-		}
-		free(c1.pairs);
-		free(c2.pairs);
-		free(x);
-	}
-	failure_modes();
-
+out:
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed > 0;
 }

@@ -44,7 +44,7 @@ cc -std=gnu11 -O2 -g -Wall -Werror -ffp-contract=off -pthread -Isrc -Icuda \
     -o "$OUT/gpu_vs_cpu" test/gpu/gpu_vs_cpu.c src/engine.c src/grid_plan.c src/cpu_grid.c \
     src/cpu_brute.c src/cpu_filter.c cuda/gpu_device.o cuda/gpu_grid.o \
     -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
-timeout 240 "$OUT/gpu_vs_cpu" $QUICK | tee "$OUT/gpu_vs_cpu.log"
+timeout 400 "$OUT/gpu_vs_cpu" $QUICK --seconds 200 | tee "$OUT/gpu_vs_cpu.log"
 line=$(tail -1 "$OUT/gpu_vs_cpu.log")
 if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
     PASSED=$((PASSED + BASH_REMATCH[1])) FAILED=$((FAILED + BASH_REMATCH[2]))
