@@ -105,6 +105,19 @@ fill(TcJoin *join, const TcPoints *p, const double *mean, int scale, int dp,
 	return true;
 }
 
+/* Allocate (in blocks slot .. slot + 2) and fill one set's rows, norms, radii. */
+static TcStatus
+build_rows(TcJoin *join, TcFilter *f, const TcPoints *p, const double *mean,
+		   int scale, int slot, float **rows, double **norm, double **radius)
+{
+	*rows = aligned(f, slot, sizeof(float) * (size_t) f->dp * p->n);
+	*norm = aligned(f, slot + 1, sizeof(double) * p->n);
+	*radius = aligned(f, slot + 2, sizeof(double) * p->n);
+	if (*rows == NULL || *norm == NULL || *radius == NULL)
+		return TC_ERR_NOMEM;
+	return fill(join, p, mean, scale, f->dp, *rows, *norm, *radius) ? TC_OK : TC_STOPPED;
+}
+
 TcStatus
 tc_filter_build(TcJoin *join, TcFilter **slot)
 {
@@ -117,6 +130,7 @@ tc_filter_build(TcJoin *join, TcFilter **slot)
 	double		maxabs = 0;
 	int			scale;
 	int64_t		total = a->n + (b ? b->n : 0);
+	TcStatus	st;
 
 	*slot = NULL;
 	/* Tiny eps: float8 terms could underflow, and the proof above needs them. */
@@ -162,22 +176,12 @@ tc_filter_build(TcJoin *join, TcFilter **slot)
 	f->dp = (d + 7) / 8 * 8;
 	f->g32 = 1.1 * (double) d * 0x1p-24;
 	f->reject_above = f->eps_s * (1.0 + (2.0 * d + 8.0) * 0x1p-53);
-	f->fa = aligned(f, 0, sizeof(float) * (size_t) f->dp * a->n);
-	f->na = aligned(f, 1, sizeof(double) * a->n);
-	f->ra = aligned(f, 2, sizeof(double) * a->n);
-	if (f->fa == NULL || f->na == NULL || f->ra == NULL)
-		return TC_ERR_NOMEM;
-	if (!fill(join, a, mean, scale, f->dp, f->fa, f->na, f->ra))
-		return TC_STOPPED;
+	if ((st = build_rows(join, f, a, mean, scale, 0, &f->fa, &f->na, &f->ra)) != TC_OK)
+		return st;
 	if (b)
 	{
-		f->fb = aligned(f, 3, sizeof(float) * (size_t) f->dp * b->n);
-		f->nb = aligned(f, 4, sizeof(double) * b->n);
-		f->rb = aligned(f, 5, sizeof(double) * b->n);
-		if (f->fb == NULL || f->nb == NULL || f->rb == NULL)
-			return TC_ERR_NOMEM;
-		if (!fill(join, b, mean, scale, f->dp, f->fb, f->nb, f->rb))
-			return TC_STOPPED;
+		if ((st = build_rows(join, f, b, mean, scale, 3, &f->fb, &f->nb, &f->rb)) != TC_OK)
+			return st;
 	}
 	else
 	{
