@@ -19,6 +19,25 @@ ROWS 1000;
 COMMENT ON FUNCTION tc_selfjoin(regclass, name, double precision, name, boolean, boolean, text) IS
 'pairs of rows whose vectors are within Euclidean distance eps, each once, id_a < id_b';
 
+-- Every pair (a, b), a from relation_a and b from relation_b, within eps.
+CREATE FUNCTION tc_join(
+    relation_a regclass,
+    vector_column_a name,
+    relation_b regclass,
+    vector_column_b name,
+    eps double precision,
+    id_column_a name DEFAULT NULL,
+    id_column_b name DEFAULT NULL,
+    exact boolean DEFAULT true,
+    method text DEFAULT 'auto')
+RETURNS TABLE (id_a bigint, id_b bigint, dist double precision)
+AS 'MODULE_PATHNAME', 'tc_join'
+LANGUAGE C STABLE PARALLEL RESTRICTED CALLED ON NULL INPUT
+ROWS 1000;
+
+COMMENT ON FUNCTION tc_join(regclass, name, regclass, name, double precision, name, name, boolean, text) IS
+'pairs (a from relation_a, b from relation_b) whose vectors are within Euclidean distance eps';
+
 -- What the last join in this session did: plan, counts and phase timings.
 CREATE FUNCTION tc_last_stats(
     OUT device text,

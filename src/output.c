@@ -21,7 +21,9 @@
 typedef struct OutputState
 {
 	Tuplestorestate *store;
-	const int64 *ids;
+	const int64 *ids_a;
+	const int64 *ids_b;
+	bool		self;			/* a self-join: each row as id_a < id_b */
 	double		seconds;
 
 	/*
@@ -55,10 +57,10 @@ emit_pairs(void *arg, const TcPair *pairs, size_t count)
 
 	for (size_t i = 0; i < count; i++)
 	{
-		int64		a = st->ids[pairs[i].a];
-		int64		b = st->ids[pairs[i].b];
-		int64		lo = a < b ? a : b;
-		int64		hi = a < b ? b : a;
+		int64		a = st->ids_a[pairs[i].a];
+		int64		b = st->ids_b[pairs[i].b];
+		int64		lo = st->self && b < a ? b : a;
+		int64		hi = st->self && b < a ? a : b;
 
 		memcpy(st->row_data, &lo, sizeof(int64));
 		memcpy(st->row_data + sizeof(int64), &hi, sizeof(int64));
@@ -107,9 +109,9 @@ poll_interrupts(void *arg)
 }
 
 void
-tc_run_selfjoin(const TcLoaded *loaded, const TcJoinParams *params,
-				Tuplestorestate *store, TupleDesc desc,
-				MemoryContext mcxt, TcRunStats *stats)
+tc_run_join(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
+			Tuplestorestate *store, TupleDesc desc,
+			MemoryContext mcxt, TcRunStats *stats)
 {
 	JoinGuard  *guard = MemoryContextAllocZero(mcxt, sizeof(JoinGuard));
 	MemoryContextCallback *cb = MemoryContextAllocZero(mcxt, sizeof(MemoryContextCallback));
@@ -122,12 +124,14 @@ tc_run_selfjoin(const TcLoaded *loaded, const TcJoinParams *params,
 	cb->arg = guard;
 	MemoryContextRegisterResetCallback(mcxt, cb);
 
-	guard->join = tc_join_create(&loaded->points, NULL, params, &err);
+	guard->join = tc_join_create(&a->points, b ? &b->points : NULL, params, &err);
 	if (guard->join == NULL)
 		report_error(&err);
 
 	st.store = store;
-	st.ids = loaded->ids;
+	st.ids_a = a->ids;
+	st.ids_b = b ? b->ids : a->ids;
+	st.self = (b == NULL);
 	st.seconds = 0;
 	{
 		Datum		values[3] = {Int64GetDatum(0), Int64GetDatum(0), Float8GetDatum(0)};

@@ -20,12 +20,13 @@ typedef struct TcRunStats
 } TcRunStats;
 
 /*
- * Self-join the loaded points; each pair becomes a row (id_a, id_b, dist)
- * with id_a <= id_b.  Engine resources live under mcxt and are released by
- * its reset callback, so an error or a cancel anywhere stops the workers.
+ * Join the loaded points a with b (NULL: a self-join); each pair becomes a
+ * row (id_a, id_b, dist), in a self-join with id_a <= id_b.  Engine
+ * resources live under mcxt and are released by its reset callback, so an
+ * error or a cancel anywhere stops the workers.
  */
-extern void tc_run_selfjoin(const TcLoaded *loaded, const TcJoinParams *params,
-							Tuplestorestate *store, TupleDesc desc,
-							MemoryContext mcxt, TcRunStats *stats);
+extern void tc_run_join(const TcLoaded *a, const TcLoaded *b,
+						const TcJoinParams *params, Tuplestorestate *store,
+						TupleDesc desc, MemoryContext mcxt, TcRunStats *stats);
 
 #endif							/* TCJOIN_OUTPUT_H */

@@ -139,7 +139,7 @@ check_eps(double eps)
 }
 
 static void
-record_stats(const TcLoaded *loaded, double eps, const TcRunStats *rs,
+record_stats(int64 n, int d, double eps, const TcRunStats *rs,
 			 double load_s, double total_s)
 {
 	LastStats  *ls = &last_stats;
@@ -152,8 +152,8 @@ record_stats(const TcLoaded *loaded, double eps, const TcRunStats *rs,
 	ls->grid_dims = rs->join.grid_dims;
 	for (int i = 0; i < rs->join.grid_dims && i < 8; i++)
 		ls->dims[i] = rs->join.grid_dim_ids[i] + 1;
-	ls->n = loaded->points.n;
-	ls->d = loaded->points.d;
+	ls->n = n;
+	ls->d = d;
 	ls->eps = eps;
 	ls->cells = rs->join.cells;
 	ls->candidates = rs->join.candidates;
@@ -176,15 +176,35 @@ record_stats(const TcLoaded *loaded, double eps, const TcRunStats *rs,
 						   ls->total_ms)));
 }
 
+/* The engine's parameters from the settings and a call's arguments. */
+static void
+join_params(TcJoinParams *params, double eps, bool include_self, bool exact,
+			TcMethod method)
+{
+	memset(params, 0, sizeof(*params));
+	params->eps = eps;
+	params->include_self = include_self;
+	params->exact = exact;
+	params->method = method;
+	params->device = (TcDevice) tc_device_setting;
+	params->threads = tc_cpu_threads > 0 ? tc_cpu_threads : tc_cpu_count();
+	params->gpu_memory_limit = (size_t) tc_gpu_memory_limit_mb << 20;
+}
+
+/* A join's own memory context: everything it allocates hangs off it. */
+static MemoryContext
+join_context(void)
+{
+	return AllocSetContextCreate(CurrentMemoryContext, "tcjoin join",
+								 ALLOCSET_DEFAULT_SIZES);
+}
+
 PG_FUNCTION_INFO_V1(tc_selfjoin);
 
 Datum
 tc_selfjoin(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			relid;
-	const char *vec_column;
-	const char *id_column;
 	double		eps;
 	TcJoinParams params;
 	MemoryContext mcxt;
@@ -199,30 +219,103 @@ tc_selfjoin(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		PG_RETURN_NULL();
 
-	relid = PG_GETARG_OID(0);
-	vec_column = NameStr(*PG_GETARG_NAME(1));
 	eps = PG_GETARG_FLOAT8(2);
-	id_column = PG_ARGISNULL(3) ? NULL : NameStr(*PG_GETARG_NAME(3));
 	check_eps(eps);
+	join_params(&params, eps,
+				PG_ARGISNULL(4) ? false : PG_GETARG_BOOL(4),
+				PG_ARGISNULL(5) ? true : PG_GETARG_BOOL(5),
+				PG_ARGISNULL(6) ? TC_METHOD_AUTO :
+				parse_method(text_to_cstring(PG_GETARG_TEXT_PP(6))));
 
-	memset(&params, 0, sizeof(params));
-	params.eps = eps;
-	params.include_self = PG_ARGISNULL(4) ? false : PG_GETARG_BOOL(4);
-	params.exact = PG_ARGISNULL(5) ? true : PG_GETARG_BOOL(5);
-	params.method = PG_ARGISNULL(6) ? TC_METHOD_AUTO :
-		parse_method(text_to_cstring(PG_GETARG_TEXT_PP(6)));
-	params.device = (TcDevice) tc_device_setting;
-	params.threads = tc_cpu_threads > 0 ? tc_cpu_threads : tc_cpu_count();
-	params.gpu_memory_limit = (size_t) tc_gpu_memory_limit_mb << 20;
-
-	/* Everything the join allocates, PostgreSQL's or not, hangs off this. */
-	mcxt = AllocSetContextCreate(CurrentMemoryContext, "tcjoin join",
-								 ALLOCSET_DEFAULT_SIZES);
+	mcxt = join_context();
 	t0 = tc_now();
-	tc_load(relid, vec_column, id_column, mcxt, &loaded);
+	tc_load(PG_GETARG_OID(0), NameStr(*PG_GETARG_NAME(1)),
+			PG_ARGISNULL(3) ? NULL : NameStr(*PG_GETARG_NAME(3)), mcxt, &loaded);
 	t1 = tc_now();
-	tc_run_selfjoin(&loaded, &params, rsinfo->setResult, rsinfo->setDesc, mcxt, &rs);
-	record_stats(&loaded, eps, &rs, t1 - t0, tc_now() - t0);
+	tc_run_join(&loaded, NULL, &params, rsinfo->setResult, rsinfo->setDesc, mcxt, &rs);
+	record_stats(loaded.points.n, loaded.points.d, eps, &rs, t1 - t0, tc_now() - t0);
+	MemoryContextDelete(mcxt);
+
+	PG_RETURN_NULL();
+}
+
+/* A float4 point set as float8, exactly, so two sets can be joined. */
+static void
+widen(TcLoaded *l, MemoryContext mcxt)
+{
+	Size		count = (Size) l->points.n * (Size) l->points.d;
+	double	   *wide = MemoryContextAllocExtended(mcxt, sizeof(double) * (count > 0 ? count : 1),
+												  MCXT_ALLOC_HUGE);
+	const float *narrow = l->points.data;
+
+	for (Size i = 0; i < count; i++)
+		wide[i] = (double) narrow[i];
+	l->points.data = wide;
+	l->points.type = TC_FLOAT8;
+}
+
+PG_FUNCTION_INFO_V1(tc_join);
+
+/*
+ * Every pair (a, b), a from the first relation and b from the second,
+ * within eps: a cross-match.  The same contract and the same checks as
+ * tc_selfjoin, on each relation.
+ */
+Datum
+tc_join(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	double		eps;
+	TcJoinParams params;
+	MemoryContext mcxt;
+	TcLoaded	a,
+				b;
+	TcRunStats	rs;
+	double		t0,
+				t1;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	/* As a STRICT function would: no relation, column or eps, no rows. */
+	for (int i = 0; i <= 4; i++)
+		if (PG_ARGISNULL(i))
+			PG_RETURN_NULL();
+
+	eps = PG_GETARG_FLOAT8(4);
+	check_eps(eps);
+	if (tc_device_setting == TC_DEVICE_GPU)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("tc_join runs on the CPU only, and tcjoin.device is \"gpu\""),
+				 errhint("Set tcjoin.device to \"auto\" or \"cpu\".")));
+	join_params(&params, eps, false,
+				PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7),
+				PG_ARGISNULL(8) ? TC_METHOD_AUTO :
+				parse_method(text_to_cstring(PG_GETARG_TEXT_PP(8))));
+
+	mcxt = join_context();
+	t0 = tc_now();
+	tc_load(PG_GETARG_OID(0), NameStr(*PG_GETARG_NAME(1)),
+			PG_ARGISNULL(5) ? NULL : NameStr(*PG_GETARG_NAME(5)), mcxt, &a);
+	tc_load(PG_GETARG_OID(2), NameStr(*PG_GETARG_NAME(3)),
+			PG_ARGISNULL(6) ? NULL : NameStr(*PG_GETARG_NAME(6)), mcxt, &b);
+	t1 = tc_now();
+
+	/* Nothing to match on one side: no rows, whatever the other holds. */
+	if (a.points.n > 0 && b.points.n > 0)
+	{
+		if (a.points.d != b.points.d)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("different vector dimensions %d and %d", a.points.d, b.points.d),
+					 errdetail("Vectors of relation \"%s\" have %d dimensions, those of relation \"%s\" have %d.",
+							   a.relname, a.points.d, b.relname, b.points.d)));
+		/* real[] against double precision[]: both as float8, exactly. */
+		if (a.points.type != b.points.type)
+			widen(a.points.type == TC_FLOAT4 ? &a : &b, mcxt);
+		tc_run_join(&a, &b, &params, rsinfo->setResult, rsinfo->setDesc, mcxt, &rs);
+		record_stats(a.points.n + b.points.n, a.points.d, eps, &rs, t1 - t0, tc_now() - t0);
+	}
 	MemoryContextDelete(mcxt);
 
 	PG_RETURN_NULL();
