@@ -72,13 +72,6 @@ aligned(TcFilter *f, int slot, size_t bytes)
 	return p;
 }
 
-static inline double
-coord(const TcPoints *p, int64_t i, int k)
-{
-	return p->type == TC_FLOAT4 ? (double) ((const float *) p->data)[i * p->d + k] :
-		((const double *) p->data)[i * p->d + k];
-}
-
 /* Centre, scale and round one set; its norms and radii.  False: stop. */
 static bool
 fill(TcJoin *join, const TcPoints *p, const double *mean, int scale, int dp,
@@ -93,7 +86,7 @@ fill(TcJoin *join, const TcPoints *p, const double *mean, int scale, int dp,
 			return false;
 		for (int k = 0; k < p->d; k++)
 		{
-			row[k] = (float) ldexp(coord(p, i, k) - mean[k], scale);
+			row[k] = (float) ldexp(tc_coord(p, i, k) - mean[k], scale);
 			s += (double) row[k] * (double) row[k];
 		}
 		for (int k = p->d; k < dp; k++)
@@ -130,6 +123,8 @@ tc_filter_build(TcJoin *join, TcFilter **slot)
 	double		maxabs = 0;
 	int			scale;
 	int64_t		total = a->n + (b ? b->n : 0);
+	const TcPoints *sets[2] = {a, b};
+	int			nsets = b ? 2 : 1;
 	TcStatus	st;
 
 	*slot = NULL;
@@ -145,23 +140,17 @@ tc_filter_build(TcJoin *join, TcFilter **slot)
 		return TC_ERR_NOMEM;
 
 	/* Mean of everything; the centre need not be exact, only the same for all. */
-	for (int64_t i = 0; i < a->n; i++)
-		for (int k = 0; k < d; k++)
-			mean[k] += coord(a, i, k) / (double) total;
-	if (b)
-		for (int64_t i = 0; i < b->n; i++)
+	for (int set = 0; set < nsets; set++)
+		for (int64_t i = 0; i < sets[set]->n; i++)
 			for (int k = 0; k < d; k++)
-				mean[k] += coord(b, i, k) / (double) total;
+				mean[k] += tc_coord(sets[set], i, k) / (double) total;
 	for (int k = 0; k < d; k++)
 		if (!isfinite(mean[k]))
 			goto unusable;
-	for (int64_t i = 0; i < a->n; i++)
-		for (int k = 0; k < d; k++)
-			maxabs = fmax(maxabs, fabs(coord(a, i, k) - mean[k]));
-	if (b)
-		for (int64_t i = 0; i < b->n; i++)
+	for (int set = 0; set < nsets; set++)
+		for (int64_t i = 0; i < sets[set]->n; i++)
 			for (int k = 0; k < d; k++)
-				maxabs = fmax(maxabs, fabs(coord(b, i, k) - mean[k]));
+				maxabs = fmax(maxabs, fabs(tc_coord(sets[set], i, k) - mean[k]));
 	if (!(maxabs > 0) || !isfinite(maxabs))
 		goto unusable;			/* all points equal, or out of range */
 

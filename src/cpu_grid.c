@@ -191,9 +191,7 @@ build_set(TcJoin *join, Grid *g, const TcPoints *p, GridSet *s)
 		if (i % TC_POLL_POINTS == 0 && !tc_poll(join))
 			return TC_STOPPED;
 		for (int j = 0; j < g->p.k; j++)
-			key += (uint64_t) tc_cell_coord(&g->p, j, p->type == TC_FLOAT4 ?
-												   (double) ((const float *) p->data)[i * p->d + g->p.dims[j]] :
-												   ((const double *) p->data)[i * p->d + g->p.dims[j]]) * g->p.stride[j];
+			key += (uint64_t) tc_cell_coord(&g->p, j, tc_coord(p, i, g->p.dims[j])) * g->p.stride[j];
 		keys[i] = key;
 		s->perm[i] = i;
 		if (key > maxkey)

@@ -84,6 +84,15 @@ struct TcJoin
 	void	   *scratch[TC_SCRATCH_SLOTS];
 };
 
+/* Coordinate k of point i, as float8 (exact for float4 data too). */
+static inline double
+tc_coord(const TcPoints *p, int64_t i, int k)
+{
+	if (p->type == TC_FLOAT4)
+		return (double) ((const float *) p->data)[i * p->d + k];
+	return ((const double *) p->data)[i * p->d + k];
+}
+
 /* Hand the worker's batch to the main thread; false when told to stop. */
 extern bool tc_worker_flush(TcWorker *w);
 

@@ -43,14 +43,6 @@ enum
 	SCRATCH_COORDS_B
 };
 
-static inline double
-coord_at(const TcPoints *p, int64_t i, int dim)
-{
-	if (p->type == TC_FLOAT4)
-		return (double) ((const float *) p->data)[i * p->d + dim];
-	return ((const double *) p->data)[i * p->d + dim];
-}
-
 /* splitmix64: a fixed, seeded sample keeps plans reproducible. */
 static uint64_t
 next_rand(uint64_t *state)
@@ -82,7 +74,7 @@ extent(TcJoin *join, const TcPoints *p, DimInfo *di, bool first)
 			return false;
 		for (int j = 0; j < p->d; j++)
 		{
-			double		x = coord_at(p, i, j);
+			double		x = tc_coord(p, i, j);
 
 			if ((first && i == 0) || x < di[j].lo)
 				di[j].lo = x;
@@ -174,7 +166,7 @@ tc_grid_plan(TcJoin *join, bool allow_brute, TcGridPlan *plan, TcError *err)
 
 		for (int64_t i = 0; i < ma; i++)
 		{
-			double		x = coord_at(&join->a, sa[i], j);
+			double		x = tc_coord(&join->a, sa[i], j);
 			double		delta = x - mean;
 
 			mean += delta / (double) (i + 1);
@@ -225,10 +217,10 @@ tc_grid_plan(TcJoin *join, bool allow_brute, TcGridPlan *plan, TcError *err)
 			goto nomem;
 		for (int64_t i = 0; i < ma; i++)
 			for (int j = 0; j < kmax; j++)
-				cca[i * kmax + j] = tc_cell_coord(plan, j, coord_at(&join->a, sa[i], plan->dims[j]));
+				cca[i * kmax + j] = tc_cell_coord(plan, j, tc_coord(&join->a, sa[i], plan->dims[j]));
 		for (int64_t i = 0; i < mb; i++)
 			for (int j = 0; j < kmax; j++)
-				ccb[i * kmax + j] = tc_cell_coord(plan, j, coord_at(&join->b, sb[i], plan->dims[j]));
+				ccb[i * kmax + j] = tc_cell_coord(plan, j, tc_coord(&join->b, sb[i], plan->dims[j]));
 		for (int64_t i = 0; i < ma; i++)
 			for (int64_t l = join->self ? i + 1 : 0; l < mb; l++)
 			{
