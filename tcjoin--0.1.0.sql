@@ -42,6 +42,7 @@ COMMENT ON FUNCTION tc_join(regclass, name, regclass, name, double precision, na
 CREATE FUNCTION tc_last_stats(
     OUT device text,
     OUT method text,
+    OUT tensor_cores boolean,
     OUT threads integer,
     OUT grid_dims integer[],
     OUT n bigint,
@@ -49,6 +50,7 @@ CREATE FUNCTION tc_last_stats(
     OUT eps double precision,
     OUT cells bigint,
     OUT candidates bigint,
+    OUT rechecked bigint,
     OUT pairs bigint,
     OUT load_ms double precision,
     OUT index_ms double precision,

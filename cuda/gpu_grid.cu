@@ -32,6 +32,7 @@
 #include <cub/cub.cuh>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdarg>
 #include <cstdint>
@@ -46,35 +47,40 @@
 #define BLOCK_THREADS 256
 #define WARPS_PER_BLOCK (BLOCK_THREADS / WARP)
 #define STAGE 128				/* pairs staged per warp before an append */
-#define MAX_OFFS 121			/* (3^5 - 1) / 2 neighbour rows for k = 6 */
+#define MAX_OFFS ((TC_GRID_MAX_ROWS - 1) / 2)	/* positive rows, k = 6 */
 #define FULL_MASK 0xffffffffu
 
 /* Default result buffer (pairs), halved until it fits the memory limit. */
-#define DEFAULT_CAPACITY (4u << 20)
+#define DEFAULT_CAPACITY (8u << 20)
 #define MIN_CAPACITY (1u << 16)	/* with a memory limit; tests may go lower */
 /* Candidates per batch at most, so a cancel is seen within milliseconds. */
 #define MAX_BATCH_CANDIDATES 4e9
 #define OUT_BATCH 8192			/* pairs per sink->emit */
+/*
+ * Pairs reach the host through a ring of pinned chunks, so that copies
+ * overlap the sink and pinned memory stays small.  The ring is kept for the
+ * process's next join: pinning costs about 0.3 ms per MB.
+ */
+#define RING_CHUNK (1u << 19)	/* pairs: 12 MB */
+#define RING_SLOTS 4
 
-__constant__ signed char c_offs[MAX_OFFS][TC_GRID_MAX_DIMS];
+__constant__ int8_t c_offs[MAX_OFFS][TC_GRID_MAX_DIMS];
 __constant__ long long c_delta[MAX_OFFS];
 
 struct GridDev
 {
+	TcGridPlan	p;				/* the engine's plan, as the CPU bins */
 	const double *pts;			/* n x d, cell order */
 	const unsigned int *perm;	/* cell order -> caller's index */
 	int			d;
-	int			k;
 	int			noffs;
 	const unsigned long long *cell_key;
 	const unsigned int *cell_start; /* ncells + 1 */
 	unsigned int ncells;
-	long long	ncell[TC_GRID_MAX_DIMS];
-	unsigned long long stride[TC_GRID_MAX_DIMS];
-	double		lo[TC_GRID_MAX_DIMS];
-	double		w[TC_GRID_MAX_DIMS];
-	int			dims[TC_GRID_MAX_DIMS];
 	double		thr;
+	/* Tensor-core filter: margin factor and absolute term (see below). */
+	double		tc_rel;
+	double		tc_abs;
 };
 
 /* The engine's TcPair, written by the kernel so the host passes it on as is. */
@@ -98,6 +104,7 @@ struct BatchDev
 	unsigned int *count;
 	unsigned int *overflow;
 	unsigned long long *candidates;
+	unsigned long long *rechecked;	/* pairs the tensor-core filter passed */
 	const volatile int *abort;
 };
 
@@ -107,19 +114,6 @@ struct Stage
 };
 
 /* ---------- device code ---------- */
-
-__device__ __forceinline__ long long
-cell_coord_dev(const GridDev &g, int j, double x)
-{
-	/* Same operations as tc_cell_coord: IEEE subtract, divide, floor. */
-	long long	c = (long long) floor(__ddiv_rn(__dsub_rn(x, g.lo[j]), g.w[j]));
-
-	if (c >= g.ncell[j])
-		c = g.ncell[j] - 1;
-	if (c < 0)
-		c = 0;
-	return c;
-}
 
 __device__ __forceinline__ unsigned int
 lower_bound_key(const unsigned long long *keys, unsigned int n, unsigned long long key)
@@ -150,13 +144,13 @@ for_each_later_neighbour(const GridDev &g, unsigned int c, F f)
 {
 	unsigned long long key = g.cell_key[c];
 	long long	cc[TC_GRID_MAX_DIMS];
-	const int	last = g.k - 1;
+	const int	last = g.p.k - 1;
 
-	if (g.k == 0)
+	if (g.p.k == 0)
 		return;
-	for (int j = 0; j < g.k; j++)
-		cc[j] = (long long) ((key / g.stride[j]) % (unsigned long long) g.ncell[j]);
-	if (cc[last] + 1 < g.ncell[last] && c + 1 < g.ncells && g.cell_key[c + 1] == key + 1)
+	for (int j = 0; j < g.p.k; j++)
+		cc[j] = (long long) ((key / g.p.stride[j]) % (unsigned long long) g.p.ncell[j]);
+	if (cc[last] + 1 < g.p.ncell[last] && c + 1 < g.ncells && g.cell_key[c + 1] == key + 1)
 		f(c + 1);
 	for (int o = 0; o < g.noffs; o++)
 	{
@@ -166,13 +160,13 @@ for_each_later_neighbour(const GridDev &g, unsigned int c, F f)
 		{
 			long long	x = cc[j] + c_offs[o][j];
 
-			inside = inside && x >= 0 && x < g.ncell[j];
+			inside = inside && x >= 0 && x < g.p.ncell[j];
 		}
 		if (!inside)
 			continue;
 
 		long long	lo_key = (long long) key + c_delta[o] - (cc[last] > 0 ? 1 : 0);
-		long long	hi_key = (long long) key + c_delta[o] + (cc[last] + 1 < g.ncell[last] ? 1 : 0);
+		long long	hi_key = (long long) key + c_delta[o] + (cc[last] + 1 < g.p.ncell[last] ? 1 : 0);
 
 		for (unsigned int p = lower_bound_key(g.cell_key, g.ncells, (unsigned long long) lo_key);
 			 p < g.ncells && (long long) g.cell_key[p] <= hi_key; p++)
@@ -236,6 +230,35 @@ flush_stage(Stage &st, int &n, const BatchDev &b, int lane)
 }
 
 /*
+ * Stage the lanes' hits (warp-uniform call): one ballot, each hit to its
+ * slot, a flush when the stage would overflow.
+ */
+__device__ __forceinline__ void
+stage_hit(const GridDev &g, const BatchDev &b, Stage &st, int &n, int lane,
+		  bool hit, unsigned int q, unsigned int j, double s)
+{
+	unsigned int m = __ballot_sync(FULL_MASK, hit);
+
+	if (m == 0)
+		return;
+
+	int			cnt = __popc(m);
+
+	if (n + cnt > STAGE)
+		flush_stage(st, n, b, lane);
+	if (hit)
+	{
+		int			r = n + __popc(m & ((1u << lane) - 1));
+
+		st.pair[r].a = g.perm[q];
+		st.pair[r].b = g.perm[j];
+		st.pair[r].dist = __dsqrt_rn(s);
+	}
+	n += cnt;
+	__syncwarp();
+}
+
+/*
  * Each query of the item against candidates [j0, j1) (tri: only j > q).
  * The warp's lanes form groups of `width` lanes, one group per query, each
  * lane taking every width-th candidate, so that an item of few queries
@@ -253,31 +276,13 @@ scan_range(const GridDev &g, const BatchDev &b, Stage &st, int &n, int lane,
 		unsigned int j = base + sub;
 		bool		hit = false;
 		double		s = 0.0;
-		unsigned int m;
 
 		if (active && j < j1 && (!tri || j > q))
 		{
 			cand++;
 			hit = within(a, g.pts + (size_t) j * g.d, g.d, g.thr, &s);
 		}
-		m = __ballot_sync(FULL_MASK, hit);
-		if (m != 0)
-		{
-			int			cnt = __popc(m);
-
-			if (n + cnt > STAGE)
-				flush_stage(st, n, b, lane);
-			if (hit)
-			{
-				int			r = n + __popc(m & ((1u << lane) - 1));
-
-				st.pair[r].a = g.perm[q];
-				st.pair[r].b = g.perm[j];
-				st.pair[r].dist = __dsqrt_rn(s);
-			}
-			n += cnt;
-			__syncwarp();
-		}
+		stage_hit(g, b, st, n, lane, hit, q, j, s);
 	}
 }
 
@@ -333,6 +338,213 @@ join_kernel(GridDev g, BatchDev b)
 		atomicAdd(b.candidates, cand);
 }
 
+/* ---------- the tensor-core filter ---------- */
+
+/* One mma.sync m8n8k4 FP64 step: (c0, c1) += A (8x4, row) * B (4x8, col). */
+__device__ __forceinline__ void
+dmma_m8n8k4(double &c0, double &c1, double a, double b)
+{
+	asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+				 : "+d"(c0), "+d"(c1)
+				 : "d"(a), "d"(b));
+}
+
+/* Sum over the four lanes of a quad (the same value in all four). */
+__device__ __forceinline__ double
+quad_sum(double x)
+{
+	x = __dadd_rn(x, __shfl_xor_sync(FULL_MASK, x, 1));
+	x = __dadd_rn(x, __shfl_xor_sync(FULL_MASK, x, 2));
+	return x;
+}
+
+/*
+ * The TED-Join scheme on FP64 tensor cores.  A warp takes an item (up to 32
+ * queries of one cell) as four groups of 8 queries and meets its candidates
+ * 8 at a time, 4 dimensions per mma.sync m8n8k4, for
+ *		s~ = |a'|^2 + |b'|^2 - 2 a'.b',
+ * on coordinates centred at the item's first point (a' = fl(a - c)), which
+ * keeps the expanded formula's cancellation small.  s~ only filters: a pair
+ * with s~ > lim is dropped, every other pair is decided, and its dist
+ * computed, by the contract's exact sum (within).
+ *
+ * Why no pair is lost, with u = 2^-53 and D = |a - b| over the reals:
+ * (1) s <= thr gives D^2 <= thr (1 + gamma_{d+3}): each term of s is
+ *     (a_i - b_i)^2 (1 + theta), |theta| <= gamma_3, and a sum of d
+ *     non-negative terms loses at most gamma_{d-1}.
+ * (2) Centring moves each coordinate difference by at most
+ *     1.01 u (|a'_i| + |b'_i|), so |a' - b'| <= D + 1.01 u R, with
+ *     R = |a'| + |b'|, R^2 <= 2 (|a'|^2 + |b'|^2).
+ * (3) The norms qn, cn and the dot product, summed in any order (the mma's
+ *     included), are off by at most gamma_d of |a'|^2, |b'|^2 and |a'||b'|;
+ *     two more roundings form s~.  So |s~ - |a' - b'|^2| <= gamma_{d+2} R^2.
+ * With (x + y)^2 <= (1 + u) x^2 + (1 + 1/u) y^2, s <= thr implies
+ *		s~ <= thr + u ((d + 5) thr + (2.1 d + 6.2) (qn + cn)) (1 + 2^-40)
+ *		   <  thr + (d + 8) 2^-51 (thr + qn + cn) = lim,
+ * with room to spare for the rounding of lim itself.  Underflow adds at most
+ * 2^-1022 per operation (a flushed product included), fewer than 4 (d + 8)
+ * of them: tc_abs = (d + 8) 2^-1018 covers it.
+ */
+template <int KS>
+__device__ __forceinline__ double
+a_frag(const GridDev &g, const double (&af)[4][KS > 0 ? KS : 1], int grp, int ks,
+	   unsigned int q0, unsigned int nq, int r, int t)
+{
+	if (KS > 0)
+		return af[grp][KS > 0 ? ks : 0];
+
+	unsigned int qi = grp * 8 + r;
+	int			k = ks * 4 + t;
+
+	if (qi >= nq || k >= g.d)
+		return 0.0;
+	return __dsub_rn(g.pts[(size_t) (q0 + qi) * g.d + k], g.pts[(size_t) q0 * g.d + k]);
+}
+
+/* KS > 0: d <= 4 KS, the queries' fragments held in registers; 0: any d. */
+template <int KS>
+__global__ void
+__launch_bounds__(BLOCK_THREADS)
+join_tc_kernel(GridDev g, BatchDev b)
+{
+	__shared__ Stage stages[WARPS_PER_BLOCK];
+	const int	lane = threadIdx.x % WARP;
+	const int	r = lane >> 2;
+	const int	t = lane & 3;
+	const int	d = g.d;
+	const int	nks = KS > 0 ? KS : (d + 3) / 4;
+	Stage	   &st = stages[threadIdx.x / WARP];
+	int			n = 0;
+	unsigned long long cand = 0,
+				rech = 0;
+
+	for (;;)
+	{
+		unsigned int it = 0;
+
+		if (lane == 0)
+			it = b.lo + atomicAdd(b.queue, 1u);
+		it = __shfl_sync(FULL_MASK, it, 0);
+		if (it >= b.hi || *(volatile unsigned int *) b.overflow != 0 || *b.abort != 0)
+			break;
+
+		unsigned long long item = b.items[it];
+		unsigned int c = (unsigned int) (item >> 32);
+		unsigned int q0 = (unsigned int) item;
+		unsigned int nq = b.item_nq[it];
+		unsigned int ce = g.cell_start[c + 1];
+		const int	ng = (int) (nq + 7) / 8;
+		const double *ctr = g.pts + (size_t) q0 * d;
+		double		af[4][KS > 0 ? KS : 1];
+		double		qn[4];
+
+		/* Centred query fragments and their squared norms. */
+#pragma unroll
+		for (int grp = 0; grp < 4; grp++)
+		{
+			unsigned int qi = grp * 8 + r;
+			double		acc = 0.0;
+
+			for (int ks = 0; ks < nks; ks++)
+			{
+				int			k = ks * 4 + t;
+				double		v = 0.0;
+
+				if (qi < nq && k < d)
+					v = __dsub_rn(g.pts[(size_t) (q0 + qi) * d + k], ctr[k]);
+				if (KS > 0)
+					af[grp][KS > 0 ? ks : 0] = v;
+				acc = __dadd_rn(acc, __dmul_rn(v, v));
+			}
+			qn[grp] = quad_sum(acc);
+		}
+
+		auto scan = [&](unsigned int j0, unsigned int j1, bool tri) {
+			for (unsigned int base = j0; base < j1; base += 8)
+			{
+				double		c0[4] = {0.0, 0.0, 0.0, 0.0};
+				double		c1[4] = {0.0, 0.0, 0.0, 0.0};
+				unsigned int jb = base + r;
+				double		cacc = 0.0;
+
+				for (int ks = 0; ks < nks; ks++)
+				{
+					int			k = ks * 4 + t;
+					double		bv = 0.0;
+
+					if (jb < j1 && k < d)
+						bv = __dsub_rn(g.pts[(size_t) jb * d + k], ctr[k]);
+					cacc = __dadd_rn(cacc, __dmul_rn(bv, bv));
+#pragma unroll
+					for (int grp = 0; grp < 4; grp++)
+						if (grp < ng)
+							dmma_m8n8k4(c0[grp], c1[grp],
+										a_frag<KS>(g, af, grp, ks, q0, nq, r, t), bv);
+				}
+
+				/* Candidate r's norm, then those of this lane's two columns. */
+				double		cn = quad_sum(cacc);
+				double		cnc[2];
+
+				cnc[0] = __shfl_sync(FULL_MASK, cn, (2 * t) * 4);
+				cnc[1] = __shfl_sync(FULL_MASK, cn, (2 * t + 1) * 4);
+#pragma unroll
+				for (int grp = 0; grp < 4; grp++)
+				{
+					if (grp >= ng)
+						break;
+
+					unsigned int qi = grp * 8 + r;
+					unsigned int q = q0 + qi;
+
+#pragma unroll
+					for (int i = 0; i < 2; i++)
+					{
+						unsigned int j = base + 2 * t + i;
+						bool		valid = qi < nq && j < j1 && (!tri || j > q);
+						double		dot = i ? c1[grp] : c0[grp];
+						double		stc = __dsub_rn(__dadd_rn(qn[grp], cnc[i]), __dmul_rn(2.0, dot));
+						double		lim = __dadd_rn(__dadd_rn(g.thr,
+															  __dmul_rn(__dadd_rn(__dadd_rn(g.thr, qn[grp]), cnc[i]),
+																		g.tc_rel)),
+													g.tc_abs);
+						bool		hit = false;
+						double		s = 0.0;
+
+						if (valid)
+						{
+							cand++;
+							if (stc <= lim)
+							{
+								rech++;
+								hit = within(g.pts + (size_t) q * d, g.pts + (size_t) j * d, d, g.thr, &s);
+							}
+						}
+						stage_hit(g, b, st, n, lane, hit, q, j, s);
+					}
+				}
+			}
+		};
+
+		/* Own cell (j > q), then the later neighbour cells. */
+		scan(q0 + 1, ce, true);
+		for_each_later_neighbour(g, c, [&](unsigned int p) {
+			scan(g.cell_start[p], g.cell_start[p + 1], false);
+		});
+	}
+	flush_stage(st, n, b, lane);
+	for (int off = WARP / 2; off > 0; off /= 2)
+	{
+		cand += __shfl_down_sync(FULL_MASK, cand, off);
+		rech += __shfl_down_sync(FULL_MASK, rech, off);
+	}
+	if (lane == 0)
+	{
+		atomicAdd(b.candidates, cand);
+		atomicAdd(b.rechecked, rech);
+	}
+}
+
 /* Cell key of every point. */
 template <typename T>
 __global__ void
@@ -345,8 +557,9 @@ keys_kernel(const T *raw, unsigned int n, GridDev g, unsigned long long *keys,
 		return;
 	unsigned long long key = 0;
 
-	for (int j = 0; j < g.k; j++)
-		key += (unsigned long long) cell_coord_dev(g, j, (double) raw[(size_t) i * g.d + g.dims[j]]) * g.stride[j];
+	for (int j = 0; j < g.p.k; j++)
+		key += (unsigned long long) tc_cell_coord(&g.p, j, (double) raw[(size_t) i * g.d + g.p.dims[j]]) *
+			g.p.stride[j];
 	keys[i] = key;
 	idx[i] = i;
 }
@@ -439,6 +652,8 @@ struct TcGpuJoin
 	int			device;
 	cudaStream_t stream[2];
 	int			nstreams;
+	cudaEvent_t ring_ev[RING_SLOTS];
+	int			nevents;
 	void	   *dev[48];
 	int			ndev;
 	size_t		used;
@@ -449,7 +664,12 @@ struct TcGpuJoin
 	int		   *d_abort;
 	unsigned long long *h_bounds;
 	TcPair	   *out;
+	TcPair	   *ring;			/* RING_SLOTS x RING_CHUNK pinned pairs */
+	bool		ring_cached;	/* the process's ring, held by this join */
 };
+
+static TcPair *ring_cache;
+static std::atomic<int> ring_cache_busy;
 
 #define CHECK(call) \
 	do { \
@@ -540,6 +760,10 @@ tc_gpu_join_free(TcGpuJoin *g)
 		cudaStreamSynchronize(g->stream[i]);
 		cudaStreamDestroy(g->stream[i]);
 	}
+	for (int i = 0; i < g->nevents; i++)
+		cudaEventDestroy(g->ring_ev[i]);
+	if (g->ring_cached)
+		ring_cache_busy.store(0);
 	for (int i = 0; i < g->ndev; i++)
 		cudaFree(g->dev[i]);
 	for (int i = 0; i < g->nhost; i++)
@@ -595,6 +819,123 @@ emit_pairs(const TcPair *pairs, size_t count, const TcSink *sink, TcJoinStats *s
 	return TC_OK;
 }
 
+/* As wait_stream, for an event. */
+static TcStatus
+wait_event(TcGpuJoin *g, cudaEvent_t ev, const TcSink *sink, TcError *err)
+{
+	double		next_poll = 0;
+
+	for (;;)
+	{
+		cudaError_t rc = cudaEventQuery(ev);
+
+		if (rc == cudaSuccess)
+			return TC_OK;
+		if (rc != cudaErrorNotReady)
+			return gpu_error(err, "cudaEventQuery", rc);
+		if (sink->poll && tc_now() >= next_poll)
+		{
+			if (sink->poll(sink->arg) != 0)
+			{
+				*(volatile int *) g->h_abort = 1;
+				return TC_STOPPED;
+			}
+			next_poll = tc_now() + 0.001;
+		}
+		usleep(10);
+	}
+}
+
+/* The pinned ring: the process's cached one when free, else this join's. */
+static TcStatus
+get_ring(TcGpuJoin *g, TcError *err)
+{
+	size_t		bytes = sizeof(TcPair) * (size_t) RING_CHUNK * RING_SLOTS;
+
+	if (ring_cache_busy.exchange(1) == 0)
+	{
+		if (ring_cache == NULL)
+		{
+			cudaError_t rc = cudaHostAlloc((void **) &ring_cache, bytes, cudaHostAllocDefault);
+
+			if (rc != cudaSuccess)
+			{
+				ring_cache = NULL;
+				ring_cache_busy.store(0);
+				return gpu_error(err, "cudaHostAlloc", rc);
+			}
+		}
+		g->ring = ring_cache;
+		g->ring_cached = true;
+	}
+	else
+	{
+		TcStatus	st;
+
+		if ((st = host_alloc(g, (void **) &g->ring, bytes, cudaHostAllocDefault, err)) != TC_OK)
+			return st;
+	}
+	for (int i = 0; i < RING_SLOTS; i++)
+	{
+		CHECK(cudaEventCreateWithFlags(&g->ring_ev[i], cudaEventDisableTiming));
+		g->nevents++;
+	}
+	return TC_OK;
+}
+
+/*
+ * Bring a finished batch's count pairs to the host and the sink: chunk
+ * copies on the batch's stream, up to RING_SLOTS in flight, each handed to
+ * the sink as soon as it lands, in order.
+ */
+static TcStatus
+drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsigned int count,
+	  const TcSink *sink, TcJoinStats *stats, TcError *err)
+{
+	unsigned int nchunks = (count + RING_CHUNK - 1) / RING_CHUNK;
+	unsigned int issued = 0;
+	TcStatus	st;
+
+	for (unsigned int done = 0; done < nchunks; done++)
+	{
+		while (issued < nchunks && issued - done < RING_SLOTS)
+		{
+			unsigned int slot = issued % RING_SLOTS;
+			size_t		off = (size_t) issued * RING_CHUNK;
+			size_t		m = std::min((size_t) RING_CHUNK, count - off);
+
+			CHECK(cudaMemcpyAsync(g->ring + (size_t) slot * RING_CHUNK, d_pairs + off,
+								  sizeof(PairDev) * m, cudaMemcpyDeviceToHost, s));
+			CHECK(cudaEventRecord(g->ring_ev[slot], s));
+			issued++;
+		}
+
+		unsigned int slot = done % RING_SLOTS;
+		size_t		off = (size_t) done * RING_CHUNK;
+		size_t		m = std::min((size_t) RING_CHUNK, count - off);
+
+		if ((st = wait_event(g, g->ring_ev[slot], sink, err)) != TC_OK)
+			return st;
+		if ((st = emit_pairs(g->ring + (size_t) slot * RING_CHUNK, m, sink, stats)) != TC_OK)
+			return st;
+	}
+	return TC_OK;
+}
+
+/*
+ * Tensor cores or CUDA cores for the distances.  auto follows the
+ * measurements in docs/performance.md.
+ */
+static bool
+use_tensor_cores(const TcJoinParams *params, int d, int major)
+{
+	if (major < 8 || params->tensor_cores == TC_TENSOR_OFF)
+		return false;
+	if (params->tensor_cores == TC_TENSOR_ON)
+		return true;
+	return d >= 4 && d <= 16;
+}
+
 template <typename T>
 static TcStatus
 build_index(TcGpuJoin *g, const TcPoints *a, GridDev &gd, const T *d_raw,
@@ -619,8 +960,8 @@ build_index(TcGpuJoin *g, const TcPoints *a, GridDev &gd, const T *d_raw,
 	unsigned long long maxkey = 1;
 	cudaStream_t s = g->stream[0];
 
-	for (int j = 0; j < gd.k; j++)
-		maxkey *= (unsigned long long) gd.ncell[j];
+	for (int j = 0; j < gd.p.k; j++)
+		maxkey *= (unsigned long long) gd.p.ncell[j];
 	while (end_bit < 64 && (maxkey >> end_bit) != 0)
 		end_bit++;
 
@@ -768,52 +1109,24 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 
 	/* Upload, then the index. */
 	memset(&gd, 0, sizeof(gd));
+	gd.p = *plan;
 	gd.d = a->d;
-	gd.k = plan->k;
 	gd.thr = thr;
-	for (int j = 0; j < plan->k; j++)
+	gd.tc_rel = (double) (a->d + 8) * 0x1p-51;
+	gd.tc_abs = (double) (a->d + 8) * 0x1p-1018;
 	{
-		gd.ncell[j] = plan->ncell[j];
-		gd.stride[j] = plan->stride[j];
-		gd.lo[j] = plan->lo[j];
-		gd.w[j] = plan->w[j];
-		gd.dims[j] = plan->dims[j];
-	}
-	{
-		signed char offs[MAX_OFFS][TC_GRID_MAX_DIMS];
-		long long	delta[MAX_OFFS];
-		int			m = plan->k > 0 ? plan->k - 1 : 0;
-		int			total = 1;
+		int8_t		offs[TC_GRID_MAX_ROWS][TC_GRID_MAX_DIMS];
+		int64_t		delta[TC_GRID_MAX_ROWS];
 
-		memset(offs, 0, sizeof(offs));
-		for (int j = 0; j < m; j++)
-			total *= 3;
-		gd.noffs = 0;
-		for (int code = 0; plan->k > 0 && code < total; code++)
+		gd.noffs = tc_grid_rows(plan, true, offs, delta);
+		if (gd.noffs > MAX_OFFS)
 		{
-			int			v[TC_GRID_MAX_DIMS] = {0};
-			int			c = code,
-						sign = 0;
-			long long	dl = 0;
-
-			for (int j = m - 1; j >= 0; j--)
-			{
-				v[j] = c % 3 - 1;
-				c /= 3;
-			}
-			for (int j = 0; j < m && sign == 0; j++)
-				sign = v[j];
-			if (sign <= 0)
-				continue;		/* lexicographically positive rows only */
-			for (int j = 0; j < m; j++)
-			{
-				offs[gd.noffs][j] = (signed char) v[j];
-				dl += (long long) v[j] * (long long) plan->stride[j];
-			}
-			delta[gd.noffs++] = dl;
+			err->status = TC_ERR_INTERNAL;
+			snprintf(err->message, sizeof(err->message), "too many neighbour rows");
+			return TC_ERR_INTERNAL;
 		}
-		CHECK(cudaMemcpyToSymbol(c_offs, offs, sizeof(offs)));
-		CHECK(cudaMemcpyToSymbol(c_delta, delta, sizeof(delta)));
+		CHECK(cudaMemcpyToSymbol(c_offs, offs, sizeof(offs[0]) * MAX_OFFS));
+		CHECK(cudaMemcpyToSymbol(c_delta, delta, sizeof(delta[0]) * MAX_OFFS));
 	}
 	if ((st = dev_alloc(g, &d_raw, rowbytes * n, err)) != TC_OK)
 		return st;
@@ -979,7 +1292,6 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 
 	/* Result buffers and per-batch counters, one set per stream. */
 	PairDev    *d_pairs[2];
-	TcPair	   *h_pairs[2];
 	unsigned int *d_meta[2],
 			   *h_meta[2];		/* count, overflow, queue */
 	unsigned long long *d_cand;
@@ -988,24 +1300,37 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 	{
 		if ((st = dev_alloc(g, (void **) &d_pairs[i], sizeof(PairDev) * capacity, err)) != TC_OK ||
 			(st = dev_alloc(g, (void **) &d_meta[i], sizeof(unsigned int) * 4, err)) != TC_OK ||
-			(st = host_alloc(g, (void **) &h_pairs[i], sizeof(TcPair) * capacity, cudaHostAllocDefault, err)) != TC_OK ||
 			(st = host_alloc(g, (void **) &h_meta[i], sizeof(unsigned int) * 4, cudaHostAllocDefault, err)) != TC_OK)
 			return st;
 	}
-	if ((st = dev_alloc(g, (void **) &d_cand, sizeof(*d_cand), err)) != TC_OK)
+	if ((st = get_ring(g, err)) != TC_OK)
 		return st;
-	CHECK(cudaMemset(d_cand, 0, sizeof(*d_cand)));
+	if ((st = dev_alloc(g, (void **) &d_cand, sizeof(*d_cand) * 2, err)) != TC_OK)
+		return st;
+	CHECK(cudaMemset(d_cand, 0, sizeof(*d_cand) * 2));
 	stats->index_seconds = tc_now() - t0;
 
 	/* The batches. */
 	double		t1 = tc_now();
-	int			sms = 0;
+	int			sms = 0,
+				major = 0;
 	double		rate = 1.0;		/* pairs per unit of bound, conservatively */
 	unsigned int lo = 0;
 	int			pending = -1;
 	int			cur = 0;
+	bool		tc;
 
 	CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->device));
+	CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, g->device));
+	tc = use_tensor_cores(params, a->d, major);
+	if (params->tensor_cores == TC_TENSOR_ON && !tc)
+	{
+		err->status = TC_ERR_INVALID;
+		snprintf(err->message, sizeof(err->message),
+				 "FP64 tensor cores need a GPU of compute capability 8.0 or higher");
+		return TC_ERR_INVALID;
+	}
+	stats->tensor_cores = tc;
 	while (lo < nitems || pending >= 0)
 	{
 		int			launched = -1;
@@ -1022,6 +1347,9 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 				sum += (double) h_bounds[hi++];
 
 			BatchDev	bd;
+			unsigned int blocks = std::min((unsigned int) sms * 8,
+										   (hi - lo + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK);
+			cudaStream_t s = g->stream[cur];
 
 			bd.items = d_items2;
 			bd.item_nq = d_item_nq;
@@ -1033,21 +1361,31 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 			bd.pairs = d_pairs[cur];
 			bd.capacity = capacity;
 			bd.candidates = d_cand;
+			bd.rechecked = d_cand + 1;
 			bd.abort = g->d_abort;
-			CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 4, g->stream[cur]));
-			join_kernel<<<std::min((unsigned int) sms * 8, (hi - lo + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK),
-				BLOCK_THREADS, 0, g->stream[cur]>>>(gd, bd);
+			CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 4, s));
+			if (!tc)
+				join_kernel<<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+			else if (a->d <= 4)
+				join_tc_kernel<1><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+			else if (a->d <= 8)
+				join_tc_kernel<2><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+			else if (a->d <= 12)
+				join_tc_kernel<3><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+			else if (a->d <= 16)
+				join_tc_kernel<4><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+			else
+				join_tc_kernel<0><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
 			CHECK(cudaGetLastError());
 			CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 4,
-								  cudaMemcpyDeviceToHost, g->stream[cur]));
+								  cudaMemcpyDeviceToHost, s));
 			launched = cur;
 		}
 		if (pending >= 0)
 		{
 			/* The previous batch's pairs, while this one computes. */
-			if ((st = wait_stream(g, g->stream[pending], sink, err)) != TC_OK)
-				return st;
-			if ((st = emit_pairs(h_pairs[pending], h_meta[pending][0], sink, stats)) != TC_OK)
+			if ((st = drain(g, g->stream[pending], d_pairs[pending], h_meta[pending][0],
+							sink, stats, err)) != TC_OK)
 				return st;
 			pending = -1;
 		}
@@ -1068,24 +1406,19 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 				}
 				continue;
 			}
-			{
-				unsigned int count = h_meta[launched][0];
-
-				if (sum > 0)
-					rate = std::min(1.0, std::max(1e-6, 1.5 * count / sum));
-				CHECK(cudaMemcpyAsync(h_pairs[launched], d_pairs[launched], sizeof(PairDev) * count,
-									  cudaMemcpyDeviceToHost, g->stream[launched]));
-				pending = launched;
-				cur ^= 1;
-				lo = hi;
-			}
+			if (sum > 0)
+				rate = std::min(1.0, std::max(1e-6, 1.5 * h_meta[launched][0] / sum));
+			pending = launched;
+			cur ^= 1;
+			lo = hi;
 		}
 	}
 	{
-		unsigned long long cand = 0;
+		unsigned long long cnt[2] = {0, 0};
 
-		CHECK(cudaMemcpy(&cand, d_cand, sizeof(cand), cudaMemcpyDeviceToHost));
-		stats->candidates = cand;
+		CHECK(cudaMemcpy(cnt, d_cand, sizeof(cnt), cudaMemcpyDeviceToHost));
+		stats->candidates = cnt[0];
+		stats->rechecked = tc ? cnt[1] : 0;
 	}
 	stats->join_seconds = tc_now() - t1;
 	return TC_OK;

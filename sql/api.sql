@@ -56,6 +56,7 @@ SELECT count(*) FROM tc_last_stats();
 SELECT pg_get_function_arguments('tc_selfjoin'::regproc) AS arguments,
        pg_get_function_result('tc_selfjoin'::regproc) AS result;
 SELECT pg_get_function_result('tc_last_stats'::regproc) AS result;
+SELECT unnest(proargnames) AS tc_last_stats_column FROM pg_proc WHERE proname = 'tc_last_stats';
 SELECT pg_get_function_result('tc_devices'::regproc) AS result;
 -- One row per usable GPU, none without: only the shape is machine-independent.
 SELECT count(*) >= 0 AS listed, bool_and(device >= 0 AND memory_mb > 0 AND sm_count > 0) IS NOT FALSE AS sane
@@ -443,6 +444,25 @@ SHOW tcjoin.device;
 SELECT * FROM diff($$SELECT * FROM tc_selfjoin('base', 'v8', 0.2)$$, 'TABLE ref8');
 SELECT device IN ('cpu', 'gpu') AS device_ok FROM tc_last_stats();
 RESET tcjoin.device;
+
+-- tcjoin.tensor_cores: FP64 tensor cores filter a GPU grid join's distances;
+-- the answers are the same whatever it says.  A GPU join with it on says so,
+-- and rechecks (exactly) between all pairs and all candidates; the CPU
+-- ignores it.
+SHOW tcjoin.tensor_cores;
+SET tcjoin.tensor_cores = on;
+SELECT * FROM diff($$SELECT * FROM tc_selfjoin('base', 'v8', 0.2, method => 'grid')$$, 'TABLE ref8');
+SELECT (device = 'gpu') = tensor_cores AS tensor_cores_ok,
+       CASE WHEN tensor_cores THEN rechecked BETWEEN pairs AND candidates
+            ELSE rechecked = 0 END AS rechecked_ok
+  FROM tc_last_stats();
+SELECT * FROM diff($$SELECT * FROM tc_selfjoin('base', 'v4', 0.2)$$, 'TABLE ref4');
+SET tcjoin.tensor_cores = off;
+SELECT * FROM diff($$SELECT * FROM tc_selfjoin('base', 'v8', 0.2, method => 'grid')$$, 'TABLE ref8');
+SELECT NOT tensor_cores AS off_ok, rechecked = 0 AS rechecked_ok FROM tc_last_stats();
+SET tcjoin.tensor_cores = auto;
+SELECT * FROM diff($$SELECT * FROM tc_selfjoin('base', 'v8', 0.2)$$, 'TABLE ref8');
+RESET tcjoin.tensor_cores;
 
 --
 -- Composition: LATERAL, CTEs, subqueries, prepared statements.

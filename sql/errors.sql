@@ -238,10 +238,22 @@ SET tcjoin.cpu_threads = -1;
 SET tcjoin.cpu_threads = 1025;
 SET tcjoin.cpu_threads = 'many';
 SET tcjoin.log_stats = 'maybe';
+SET tcjoin.tensor_cores = 'sometimes';
+SET tcjoin.gpu_memory_limit = -1;
 SET tcjoin.no_such_setting = 1;
 -- Nothing above changed a setting.
 SELECT name, setting = boot_val AS is_default
-  FROM pg_settings WHERE name IN ('tcjoin.cpu_threads', 'tcjoin.log_stats') ORDER BY name;
+  FROM pg_settings WHERE name IN ('tcjoin.cpu_threads', 'tcjoin.log_stats', 'tcjoin.tensor_cores',
+                                  'tcjoin.gpu_memory_limit') ORDER BY name;
+
+--
+-- A library newer than the installed SQL definitions fails clearly instead
+-- of misreading its result type.
+--
+CREATE FUNCTION stale_last_stats(OUT device text, OUT method text) RETURNS SETOF record
+    AS '$libdir/tcjoin', 'tc_last_stats' LANGUAGE C;
+SELECT * FROM stale_last_stats();
+DROP FUNCTION stale_last_stats();
 
 --
 -- The SQLSTATE of each kind of error.

@@ -186,8 +186,10 @@ NAME(TcWorker *w, const TcJoin *join, const uint8_t *keep, int64_t i0, \
 		{ \
 			double		dist; \
 			\
-			if (keep[(i - i0) * (j1 - j0) + (j - j0)] && \
-				WITHIN(A + i * d, B + j * d, d, join->thr, &dist) && \
+			if (!keep[(i - i0) * (j1 - j0) + (j - j0)]) \
+				continue; \
+			w->rechecked++; \
+			if (WITHIN(A + i * d, B + j * d, d, join->thr, &dist) && \
 				!tc_emit(w, i, j, dist)) \
 				return false; \
 		} \

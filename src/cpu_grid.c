@@ -228,46 +228,15 @@ build_set(TcJoin *join, Grid *g, const TcPoints *p, GridSet *s)
 	return TC_OK;
 }
 
-/*
- * Offsets of the neighbour rows: every vector in {-1,0,1}^(k-1) over the
- * first k-1 grid dimensions; for a self-join only the lexicographically
- * positive ones (the zero row is handled as "same cell, next cell").
- */
+/* The neighbour rows (grid_plan.c); a self-join needs the positive ones. */
 static bool
 build_offsets(Grid *g, bool self)
 {
-	int			m = g->p.k - 1;
-	int			total = 1;
-
-	for (int j = 0; j < m; j++)
-		total *= 3;
-	g->offs = malloc(sizeof(*g->offs) * total);
-	g->off_delta = malloc(sizeof(int64_t) * total);
+	g->offs = malloc(sizeof(*g->offs) * TC_GRID_MAX_ROWS);
+	g->off_delta = malloc(sizeof(int64_t) * TC_GRID_MAX_ROWS);
 	if (g->offs == NULL || g->off_delta == NULL)
 		return false;
-	g->noffs = 0;
-	for (int code = 0; code < total; code++)
-	{
-		int8_t		v[TC_GRID_MAX_DIMS] = {0};
-		int			c = code;
-		int			sign = 0;
-		int64_t		delta = 0;
-
-		for (int j = m - 1; j >= 0; j--)
-		{
-			v[j] = (int8_t) (c % 3 - 1);
-			c /= 3;
-		}
-		for (int j = 0; j < m && sign == 0; j++)
-			sign = v[j];
-		if (self && sign <= 0)
-			continue;
-		for (int j = 0; j < m; j++)
-			delta += (int64_t) v[j] * (int64_t) g->p.stride[j];
-		memcpy(g->offs[g->noffs], v, sizeof(v));
-		g->off_delta[g->noffs] = delta;
-		g->noffs++;
-	}
+	g->noffs = tc_grid_rows(&g->p, self, g->offs, g->off_delta);
 	return true;
 }
 
@@ -395,7 +364,7 @@ grid_run_item(TcJoin *join, TcWorker *w, int64_t item)
 	const GridSet *bs = join->self ? &g->a : &g->b;
 	const int	k = g->p.k;
 	const int	last = k - 1;
-	int64_t		cursor[243];	/* one per neighbour row: 3^(6-1) at most */
+	int64_t		cursor[TC_GRID_MAX_ROWS];	/* one per neighbour row */
 
 	/*
 	 * Each row's probe target only grows with the cell key, so a cursor per

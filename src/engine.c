@@ -362,7 +362,9 @@ join_workers(TcJoin *join)
 			pthread_join(join->workers[i].thread, NULL);
 			join->workers[i].started = false;
 			join->stats.candidates += join->workers[i].candidates;
+			join->stats.rechecked += join->workers[i].rechecked;
 			join->workers[i].candidates = 0;
+			join->workers[i].rechecked = 0;
 		}
 	}
 }

@@ -57,11 +57,20 @@ typedef enum TcDevice
 	TC_DEVICE_GPU
 } TcDevice;
 
+/* FP64 tensor cores for the GPU grid join's distance filter. */
+typedef enum TcTensorCores
+{
+	TC_TENSOR_AUTO = 0,			/* where measurements say they pay */
+	TC_TENSOR_ON,
+	TC_TENSOR_OFF
+} TcTensorCores;
+
 typedef struct TcJoinParams
 {
 	double		eps;			/* finite, >= 0 */
 	TcMethod	method;
 	TcDevice	device;
+	TcTensorCores tensor_cores; /* GPU only; the CPU ignores it */
 	bool		exact;			/* false: approximate arithmetic allowed */
 	bool		include_self;	/* self-join only: also emit (i, i, 0) */
 	int			threads;		/* CPU compute threads, >= 1 */
@@ -121,11 +130,13 @@ typedef struct TcJoinStats
 {
 	const char *device;			/* "cpu" or "gpu" */
 	const char *method;			/* "grid" or "brute" */
+	bool		tensor_cores;	/* a tensor-core filter ran */
 	int			threads;
 	int			grid_dims;		/* dimensions indexed (grid only) */
 	int			grid_dim_ids[8];	/* which dimensions, 0-based */
 	int64_t		cells;			/* non-empty grid cells */
 	uint64_t	candidates;		/* pairs whose distance was evaluated */
+	uint64_t	rechecked;		/* candidates a filter kept for the exact sum */
 	uint64_t	pairs;			/* pairs emitted */
 	double		index_seconds;	/* building the index (or blocks) */
 	double		join_seconds;	/* from first work to last pair emitted */

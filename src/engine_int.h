@@ -43,6 +43,7 @@ struct TcWorker
 	bool		started;
 	TcBatch    *batch;			/* being filled; NULL once stopped */
 	uint64_t	candidates;
+	uint64_t	rechecked;		/* pairs a filter kept for the exact sum */
 	void	   *scratch;		/* a back end's per-worker buffer (malloc) */
 };
 

@@ -282,3 +282,38 @@ nomem:
 	tc_set_error(err, TC_ERR_NOMEM, "out of memory planning the grid");
 	return TC_ERR_NOMEM;
 }
+
+int
+tc_grid_rows(const TcGridPlan *p, bool positive_only,
+			 int8_t (*offs)[TC_GRID_MAX_DIMS], int64_t *delta)
+{
+	int			m = p->k > 0 ? p->k - 1 : 0;
+	int			total = 1;
+	int			n = 0;
+
+	for (int j = 0; j < m; j++)
+		total *= 3;
+	for (int code = 0; code < total; code++)
+	{
+		int8_t		v[TC_GRID_MAX_DIMS] = {0};
+		int			c = code;
+		int			sign = 0;
+		int64_t		dl = 0;
+
+		for (int j = m - 1; j >= 0; j--)
+		{
+			v[j] = (int8_t) (c % 3 - 1);
+			c /= 3;
+		}
+		for (int j = 0; j < m && sign == 0; j++)
+			sign = v[j];
+		if (positive_only && sign <= 0)
+			continue;
+		for (int j = 0; j < m; j++)
+			dl += (int64_t) v[j] * (int64_t) p->stride[j];
+		memcpy(offs[n], v, sizeof(v));
+		delta[n] = dl;
+		n++;
+	}
+	return n;
+}

@@ -14,6 +14,20 @@
 #include <stdint.h>
 
 #define TC_GRID_MAX_DIMS 6
+/* Neighbour rows of a cell: offsets in {-1,0,1} on the first k-1 dims. */
+#define TC_GRID_MAX_ROWS 243	/* 3^(TC_GRID_MAX_DIMS - 1) */
+
+/* The GPU evaluates the very same cell coordinate as the CPU. */
+#ifdef __CUDACC__
+#define TC_HOSTDEV __host__ __device__
+#else
+#define TC_HOSTDEV
+#endif
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
 
 typedef struct TcGridPlan
 {
@@ -27,8 +41,12 @@ typedef struct TcGridPlan
 	double		est_candidates; /* for the chosen plan */
 } TcGridPlan;
 
-/* Cell coordinate of value x along grid dimension j (see grid_plan.c). */
-static inline int64_t
+/*
+ * Cell coordinate of value x along grid dimension j (see grid_plan.c).
+ * Plain IEEE subtract and divide (nothing to contract), then floor, on the
+ * host and on the GPU alike.
+ */
+static inline TC_HOSTDEV int64_t
 tc_cell_coord(const TcGridPlan *p, int j, double x)
 {
 	int64_t		c = (int64_t) floor((x - p->lo[j]) / p->w[j]);
@@ -40,5 +58,20 @@ tc_cell_coord(const TcGridPlan *p, int j, double x)
 		c = 0;
 	return c;
 }
+
+/*
+ * The neighbour rows a cell's join visits: offsets v in {-1,0,1} on the
+ * first k-1 grid dimensions (the last dimension is a key range), with the
+ * key difference of each.  positive_only keeps the lexicographically
+ * positive rows, so that a self-join meets each pair of cells once (the
+ * zero row is the cell's own row).  Returns how many; the arrays need
+ * TC_GRID_MAX_ROWS entries.
+ */
+extern int	tc_grid_rows(const TcGridPlan *p, bool positive_only,
+						 int8_t (*offs)[TC_GRID_MAX_DIMS], int64_t *delta);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif							/* TCJOIN_GRID_PLAN_H */

@@ -32,11 +32,25 @@ static int	tc_device_setting = TC_DEVICE_AUTO;
 static int	tc_cpu_threads = 0;
 static bool tc_log_stats = false;
 static int	tc_gpu_memory_limit_mb = 0;
+static int	tc_tensor_cores_setting = TC_TENSOR_AUTO;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", TC_DEVICE_AUTO, false},
 	{"cpu", TC_DEVICE_CPU, false},
 	{"gpu", TC_DEVICE_GPU, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry tensor_core_options[] = {
+	{"auto", TC_TENSOR_AUTO, false},
+	{"on", TC_TENSOR_ON, false},
+	{"off", TC_TENSOR_OFF, false},
+	{"true", TC_TENSOR_ON, true},
+	{"false", TC_TENSOR_OFF, true},
+	{"yes", TC_TENSOR_ON, true},
+	{"no", TC_TENSOR_OFF, true},
+	{"1", TC_TENSOR_ON, true},
+	{"0", TC_TENSOR_OFF, true},
 	{NULL, 0, false}
 };
 
@@ -46,6 +60,7 @@ typedef struct LastStats
 	bool		valid;
 	char		device[16];
 	char		method[16];
+	bool		tensor_cores;
 	int			threads;
 	int			grid_dims;
 	int			dims[8];
@@ -54,6 +69,7 @@ typedef struct LastStats
 	double		eps;
 	int64		cells;
 	uint64		candidates;
+	uint64		rechecked;
 	uint64		pairs;
 	double		load_ms;
 	double		index_ms;
@@ -102,6 +118,15 @@ _PG_init(void)
 							PGC_USERSET,
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
+	DefineCustomEnumVariable("tcjoin.tensor_cores",
+							 "FP64 tensor cores for a GPU grid join's distance filter: auto (where they pay), on or off.",
+							 "The filter only discards pairs beyond a proven error margin; every returned pair is checked, and its distance computed, exactly.",
+							 &tc_tensor_cores_setting,
+							 TC_TENSOR_AUTO,
+							 tensor_core_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("tcjoin");
 }
 
@@ -148,6 +173,7 @@ record_stats(int64 n, int d, double eps, const TcRunStats *rs,
 	ls->valid = true;
 	strlcpy(ls->device, rs->join.device, sizeof(ls->device));
 	strlcpy(ls->method, rs->join.method, sizeof(ls->method));
+	ls->tensor_cores = rs->join.tensor_cores;
 	ls->threads = rs->join.threads;
 	ls->grid_dims = rs->join.grid_dims;
 	for (int i = 0; i < rs->join.grid_dims && i < 8; i++)
@@ -157,6 +183,7 @@ record_stats(int64 n, int d, double eps, const TcRunStats *rs,
 	ls->eps = eps;
 	ls->cells = rs->join.cells;
 	ls->candidates = rs->join.candidates;
+	ls->rechecked = rs->join.rechecked;
 	ls->pairs = rs->join.pairs;
 	ls->load_ms = load_s * 1000;
 	ls->index_ms = rs->join.index_seconds * 1000;
@@ -166,12 +193,14 @@ record_stats(int64 n, int d, double eps, const TcRunStats *rs,
 
 	if (tc_log_stats)
 		ereport(INFO,
-				(errmsg("tcjoin: %s %s join of %lld vectors (d=%d), eps %g: %llu pairs from %llu candidates",
-						ls->device, ls->method, (long long) ls->n, ls->d, eps,
+				(errmsg("tcjoin: %s %s%s join of %lld vectors (d=%d), eps %g: %llu pairs from %llu candidates",
+						ls->device, ls->method, ls->tensor_cores ? " (tensor cores)" : "",
+						(long long) ls->n, ls->d, eps,
 						(unsigned long long) ls->pairs,
 						(unsigned long long) ls->candidates),
-				 errdetail("threads %d, grid dimensions %d, cells %lld; load %.1f ms, index %.1f ms, join %.1f ms (output %.1f ms), total %.1f ms.",
+				 errdetail("threads %d, grid dimensions %d, cells %lld, rechecked %llu; load %.1f ms, index %.1f ms, join %.1f ms (output %.1f ms), total %.1f ms.",
 						   ls->threads, ls->grid_dims, (long long) ls->cells,
+						   (unsigned long long) ls->rechecked,
 						   ls->load_ms, ls->index_ms, ls->join_ms, ls->output_ms,
 						   ls->total_ms)));
 }
@@ -187,6 +216,7 @@ join_params(TcJoinParams *params, double eps, bool include_self, bool exact,
 	params->exact = exact;
 	params->method = method;
 	params->device = (TcDevice) tc_device_setting;
+	params->tensor_cores = (TcTensorCores) tc_tensor_cores_setting;
 	params->threads = tc_cpu_threads > 0 ? tc_cpu_threads : tc_cpu_count();
 	params->gpu_memory_limit = (size_t) tc_gpu_memory_limit_mb << 20;
 }
@@ -328,32 +358,43 @@ tc_last_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const LastStats *ls = &last_stats;
-	Datum		values[15];
-	bool		nulls[15] = {0};
+	Datum		values[17];
+	bool		nulls[17] = {0};
 	Datum		dims[8];
+	int			i = 0;
 
 	InitMaterializedSRF(fcinfo, 0);
+	/* An older SQL definition with this library: fail, never misread. */
+	if (rsinfo->setDesc->natts != (int) lengthof(values))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("tc_last_stats() returns %d columns, but this tcjoin library fills %d",
+						rsinfo->setDesc->natts, (int) lengthof(values)),
+				 errhint("Recreate the extension: DROP EXTENSION tcjoin; CREATE EXTENSION tcjoin;")));
 	if (!ls->valid)
 		PG_RETURN_NULL();
 
-	for (int i = 0; i < ls->grid_dims; i++)
-		dims[i] = Int32GetDatum(ls->dims[i]);
-	values[0] = CStringGetTextDatum(ls->device);
-	values[1] = CStringGetTextDatum(ls->method);
-	values[2] = Int32GetDatum(ls->threads);
-	values[3] = PointerGetDatum(construct_array(dims, ls->grid_dims, INT4OID,
-												sizeof(int32), true, TYPALIGN_INT));
-	values[4] = Int64GetDatum(ls->n);
-	values[5] = Int32GetDatum(ls->d);
-	values[6] = Float8GetDatum(ls->eps);
-	values[7] = Int64GetDatum(ls->cells);
-	values[8] = Int64GetDatum((int64) ls->candidates);
-	values[9] = Int64GetDatum((int64) ls->pairs);
-	values[10] = Float8GetDatum(ls->load_ms);
-	values[11] = Float8GetDatum(ls->index_ms);
-	values[12] = Float8GetDatum(ls->join_ms);
-	values[13] = Float8GetDatum(ls->output_ms);
-	values[14] = Float8GetDatum(ls->total_ms);
+	for (int j = 0; j < ls->grid_dims; j++)
+		dims[j] = Int32GetDatum(ls->dims[j]);
+	values[i++] = CStringGetTextDatum(ls->device);
+	values[i++] = CStringGetTextDatum(ls->method);
+	values[i++] = BoolGetDatum(ls->tensor_cores);
+	values[i++] = Int32GetDatum(ls->threads);
+	values[i++] = PointerGetDatum(construct_array(dims, ls->grid_dims, INT4OID,
+												  sizeof(int32), true, TYPALIGN_INT));
+	values[i++] = Int64GetDatum(ls->n);
+	values[i++] = Int32GetDatum(ls->d);
+	values[i++] = Float8GetDatum(ls->eps);
+	values[i++] = Int64GetDatum(ls->cells);
+	values[i++] = Int64GetDatum((int64) ls->candidates);
+	values[i++] = Int64GetDatum((int64) ls->rechecked);
+	values[i++] = Int64GetDatum((int64) ls->pairs);
+	values[i++] = Float8GetDatum(ls->load_ms);
+	values[i++] = Float8GetDatum(ls->index_ms);
+	values[i++] = Float8GetDatum(ls->join_ms);
+	values[i++] = Float8GetDatum(ls->output_ms);
+	values[i++] = Float8GetDatum(ls->total_ms);
+	Assert(i == lengthof(values));
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	PG_RETURN_NULL();
 }

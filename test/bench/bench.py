@@ -188,7 +188,7 @@ def engine_paths(w, gpu):
 TCBENCH_COLS = ['source', 'type', 'n', 'd', 'eps', 'method_asked', 'method', 'threads',
                 'grid_dims', 'time_s', 'time_min_s', 'time_max_s', 'cpu_s', 'index_s',
                 'candidates', 'pairs', 'reps', 'join_s', 'load_s', 'cells', 'device',
-                'exact', 'tensor_cores', 'status']
+                'exact', 'tensor_cores', 'status', 'rechecked', 'checksum']
 
 
 def run_engine(data, w, k, eps, path, args, reps, timeout):

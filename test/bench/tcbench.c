@@ -17,21 +17,25 @@
  *	  --type T          f4 | f8: element type handed to the engine (default f4)
  *	  --device D        cpu | gpu | auto (default cpu)
  *	  --exact on|off    off allows approximate arithmetic (default on)
- *	  --tensor-cores on|off
- *	                    recorded in the output; the engine has no switch for
- *	                    tensor cores yet, so "on" gives a "not built" row
+ *	  --tensor-cores auto|on|off
+ *	                    FP64 tensor cores for the GPU grid's filter (default
+ *	                    auto); the output says what the join used
+ *	  --sink sum|count  sum: the sink reads every pair's dist into a
+ *	                    checksum (default); count: it counts the pairs, which
+ *	                    are in host memory, without reading them
  *	  --reps R          repeats (default 3); the median is reported
  *	  --csv             one CSV line instead of the table row
  *
- * Each run includes index building; pairs are delivered to a sink that
- * counts them (the engine's output path, minus PostgreSQL).  Phase times
+ * Each run includes index building; pairs are delivered to a sink in host
+ * memory (the engine's output path, minus PostgreSQL).  Phase times
  * and counts are those of the median run.
  *
  * --csv columns, in order (the first 17 are the original ones; keep it so):
  *	source, type, n, d, eps, method (asked), method (used), threads,
  *	grid_dims, wall_med_s, wall_min_s, wall_max_s, cpu_med_s, index_s,
  *	candidates, pairs, reps, join_s, load_s, cells, device, exact,
- *	tensor_cores, status
+ *	tensor_cores (what the join used: on, off, or the option given when it
+ *	did not run), status, rechecked, checksum
  * status is "ok", "n/a (no GPU)" (the engine found no usable GPU) or
  * "not built" (the engine cannot run this variant); those rows have zero
  * times and counts and the exit status is 0.  Other errors exit with 1.
@@ -62,7 +66,9 @@ typedef struct Options
 	TcElemType	type;
 	TcDevice	device;
 	bool		exact;
-	const char *tensor_cores;	/* "on", "off", or "-" when not given */
+	const char *tensor_cores;	/* "on", "off", "auto", or "-" when not given */
+	TcTensorCores tc;
+	bool		sink_sum;
 	int			reps;
 	int			csv;
 } Options;
@@ -74,6 +80,7 @@ typedef struct Run
 	double		cpu;
 	TcJoinStats stats;
 	uint64_t	pairs;
+	double		checksum;
 } Run;
 
 static uint64_t rng_state;
@@ -337,13 +344,23 @@ typedef struct Counter
 } Counter;
 
 static int
-count_pairs(void *arg, const TcPair *pairs, size_t count)
+sum_pairs(void *arg, const TcPair *pairs, size_t count)
 {
 	Counter    *c = arg;
 
 	c->pairs += count;
 	for (size_t i = 0; i < count; i++)
 		c->checksum += pairs[i].dist;
+	return 0;
+}
+
+static int
+count_pairs(void *arg, const TcPair *pairs, size_t count)
+{
+	Counter    *c = arg;
+
+	(void) pairs;
+	c->pairs += count;
 	return 0;
 }
 
@@ -403,7 +420,12 @@ parse_args(int argc, char **argv, Options *o)
 		else if (strcmp(a, "--exact") == 0)
 			o->exact = on_off(v);
 		else if (strcmp(a, "--tensor-cores") == 0)
-			o->tensor_cores = on_off(v) ? "on" : "off";
+		{
+			o->tensor_cores = strcmp(v, "auto") == 0 ? "auto" : on_off(v) ? "on" : "off";
+			o->tc = strcmp(v, "auto") == 0 ? TC_TENSOR_AUTO : on_off(v) ? TC_TENSOR_ON : TC_TENSOR_OFF;
+		}
+		else if (strcmp(a, "--sink") == 0)
+			o->sink_sum = strcmp(v, "count") != 0;
 		else if (strcmp(a, "--type") == 0)
 			o->type = strcmp(v, "f8") == 0 ? TC_FLOAT8 : TC_FLOAT4;
 		else if (strcmp(a, "--method") == 0)
@@ -436,29 +458,33 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 	const char *type = o->type == TC_FLOAT4 ? "f4" : "f8";
 	const char *used = st->method ? st->method : "-";
 	const char *device = st->device ? st->device : device_name(o->device);
+	const char *tc = strcmp(status, "ok") != 0 ? o->tensor_cores :
+		st->tensor_cores ? "on" : "off";
 
 	if (o->csv)
 		printf("%s,%s,%lld,%d,%.9g,%s,%s,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%llu,%llu,%d,"
-			   "%.6f,%.6f,%lld,%s,%s,%s,%s\n",
+			   "%.6f,%.6f,%lld,%s,%s,%s,%s,%llu,%.17g\n",
 			   source, type, (long long) n, o->d, o->eps, o->method_name, used, o->threads,
 			   st->grid_dims, med->wall, runs[0].wall, runs[o->reps - 1].wall,
 			   med->cpu, st->index_seconds,
 			   (unsigned long long) st->candidates,
 			   (unsigned long long) med->pairs, o->reps,
 			   st->join_seconds, load_s, (long long) st->cells, device,
-			   o->exact ? "on" : "off", o->tensor_cores, status);
+			   o->exact ? "on" : "off", tc, status,
+			   (unsigned long long) st->rechecked, med->checksum);
 	else if (strcmp(status, "ok") != 0)
 		printf("%-10s %-3s n=%-9lld d=%-4d eps=%-10.4g %s %-5s exact=%s tc=%s  %s\n",
 			   o->file ? "file" : o->gen, type, (long long) n, o->d, o->eps, device,
 			   o->method_name, o->exact ? "on" : "off", o->tensor_cores, status);
 	else
-		printf("%-10s %-3s n=%-9lld d=%-4d eps=%-10.4g %s %-5s->%-5s thr=%-2d dims=%d  "
-			   "median %8.3f s (%.3f-%.3f)  cpu %8.3f s  index %.3f s  cand %llu  pairs %llu  %.1f Mpairs/s\n",
+		printf("%-10s %-3s n=%-9lld d=%-4d eps=%-10.4g %s %-5s->%-5s tc=%-3s thr=%-2d dims=%d  "
+			   "median %8.3f s (%.3f-%.3f)  cpu %8.3f s  index %.3f s  cand %llu  rechecked %llu  pairs %llu  %.1f Mpairs/s\n",
 			   o->file ? "file" : o->gen, type, (long long) n, o->d, o->eps, device,
-			   o->method_name, used, o->threads, st->grid_dims,
+			   o->method_name, used, tc, o->threads, st->grid_dims,
 			   med->wall, runs[0].wall, runs[o->reps - 1].wall,
 			   med->cpu, st->index_seconds,
 			   (unsigned long long) st->candidates,
+			   (unsigned long long) st->rechecked,
 			   (unsigned long long) med->pairs,
 			   med->pairs / med->wall / 1e6);
 }
@@ -468,7 +494,7 @@ main(int argc, char **argv)
 {
 	Options		o = {.gen = "uniform", .seed = 1, .eps = -1, .method = TC_METHOD_AUTO,
 		.method_name = "auto", .threads = 0, .type = TC_FLOAT4, .device = TC_DEVICE_CPU,
-	.exact = true, .tensor_cores = "-", .reps = 3};
+	.exact = true, .tensor_cores = "-", .tc = TC_TENSOR_AUTO, .sink_sum = true, .reps = 3};
 	int64_t		n;
 	float	   *pts;
 	void	   *data;
@@ -510,18 +536,13 @@ main(int argc, char **argv)
 		data = pts;
 
 	runs = calloc(o.reps, sizeof(Run));
-	/* No engine field asks for tensor cores yet: such a run cannot be made. */
-	if (strcmp(o.tensor_cores, "on") == 0)
-	{
-		report(&o, n, load_s, runs, "not built");
-		return 0;
-	}
 	for (int r = 0; r < o.reps; r++)
 	{
 		TcPoints	p = {.data = data, .n = n, .d = o.d, .type = o.type};
 		TcJoinParams params = {.eps = o.eps, .method = o.method, .device = o.device,
-		.exact = o.exact, .threads = o.threads};
-		TcSink		sink = {.emit = count_pairs, .poll = NULL, .arg = &counter};
+			.tensor_cores = o.tc, .exact = o.exact, .threads = o.threads};
+		TcSink		sink = {.emit = o.sink_sum ? sum_pairs : count_pairs, .poll = NULL,
+		.arg = &counter};
 		TcError		err;
 		TcJoin	   *join;
 		TcStatus	st = TC_OK;
@@ -548,6 +569,7 @@ main(int argc, char **argv)
 		runs[r].wall = tc_now() - t0;
 		runs[r].cpu = cpu_seconds() - c0;
 		runs[r].pairs = counter.pairs;
+		runs[r].checksum = counter.checksum;
 		tc_join_get_stats(join, &runs[r].stats);
 		tc_join_destroy(join);
 	}

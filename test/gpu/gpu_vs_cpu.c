@@ -202,6 +202,35 @@ eps_for(const float *x, int64_t n, int d, double k)
 	return acc / m;
 }
 
+/* The GPU's pairs against the CPU's: the same set, dists bit for bit. */
+static bool
+same_pairs(Collect *c1, Collect *c2)
+{
+	/*
+	 * Equal counts and equal order-independent digests: the same set (a
+	 * collision is vanishingly unlikely).  Otherwise sort both and show the
+	 * first difference.
+	 */
+	bool		ok = c1->n == c2->n && c1->digest == c2->digest;
+
+	if (!ok)
+	{
+		qsort(c1->pairs, c1->n, sizeof(TcPair), cmp_pair);
+		qsort(c2->pairs, c2->n, sizeof(TcPair), cmp_pair);
+	}
+	for (size_t i = 0; !ok && i < c1->n && i < c2->n; i++)
+		if (cmp_pair(&c1->pairs[i], &c2->pairs[i]) != 0 ||
+			memcmp(&c1->pairs[i].dist, &c2->pairs[i].dist, sizeof(double)) != 0)
+		{
+			printf("  first difference at %zu: cpu (%lld,%lld,%.17g) gpu (%lld,%lld,%.17g)\n", i,
+				   (long long) c1->pairs[i].a, (long long) c1->pairs[i].b, c1->pairs[i].dist,
+				   (long long) c2->pairs[i].a, (long long) c2->pairs[i].b, c2->pairs[i].dist);
+			break;
+		}
+	return ok;
+}
+
+/* One case on the CPU, then on the GPU with tensor cores off and on. */
 static void
 compare_case(const char *kind, int64_t n, int d, double eps, bool include_self,
 			 TcMethod method, const void *data, TcElemType type)
@@ -209,61 +238,47 @@ compare_case(const char *kind, int64_t n, int d, double eps, bool include_self,
 	TcPoints	p = {data, n, d, type};
 	TcJoinParams cpu = {.eps = eps, .method = method, .device = TC_DEVICE_CPU,
 	.exact = true, .include_self = include_self, .threads = tc_cpu_count()};
-	TcJoinParams gpu = cpu;
-	Collect		c1 = {0},
-				c2 = {0};
-	TcJoinStats s1,
-				s2;
-	TcError		e1,
-				e2;
-	TcStatus	st1,
-				st2;
+	Collect		c1 = {0};
+	TcJoinStats s1;
+	TcError		e1;
+	TcStatus	st1;
 	double		t0,
-				t1,
-				t2;
-	int			ok;
+				t1;
 
-	gpu.device = TC_DEVICE_GPU;
 	t0 = tc_now();
 	st1 = run(&p, cpu, &c1, &s1, &e1);
 	t1 = tc_now();
-	st2 = run(&p, gpu, &c2, &s2, &e2);
-	t2 = tc_now();
-	if (st1 != TC_OK || st2 != TC_OK)
+	for (int tc = 0; tc < 2; tc++)
 	{
-		report(0, "%s n=%lld d=%d eps=%.17g: cpu %s (%s), gpu %s (%s)", kind,
-			   (long long) n, d, eps, tc_status_name(st1), e1.message,
-			   tc_status_name(st2), e2.message);
-		goto done;
+		TcJoinParams gpu = cpu;
+		Collect		c2 = {0};
+		TcJoinStats s2;
+		TcError		e2;
+		TcStatus	st2;
+		double		t2,
+					t3;
+
+		gpu.device = TC_DEVICE_GPU;
+		gpu.tensor_cores = tc ? TC_TENSOR_ON : TC_TENSOR_OFF;
+		t2 = tc_now();
+		st2 = run(&p, gpu, &c2, &s2, &e2);
+		t3 = tc_now();
+		if (st1 != TC_OK || st2 != TC_OK)
+			report(0, "%s n=%lld d=%d eps=%.17g tc=%d: cpu %s (%s), gpu %s (%s)", kind,
+				   (long long) n, d, eps, tc, tc_status_name(st1), e1.message,
+				   tc_status_name(st2), e2.message);
+		else
+			report(same_pairs(&c1, &c2) && s2.tensor_cores == (tc == 1),
+				   "%-7s %s n=%-8lld d=%-3d eps=%-10.4g self=%d %-5s tc=%-3s pairs cpu %zu gpu %zu  "
+				   "cpu %.3f s  gpu %.3f s (index %.3f, %s dims %d, rechecked %llu of %llu)",
+				   kind, type == TC_FLOAT4 ? "f4" : "f8", (long long) n, d, eps, include_self,
+				   method == TC_METHOD_BRUTE ? "brute" : method == TC_METHOD_GRID ? "grid" : "auto",
+				   s2.tensor_cores ? "on" : "off", c1.n, c2.n, t1 - t0, t3 - t2,
+				   s2.index_seconds, s2.method, s2.grid_dims,
+				   (unsigned long long) s2.rechecked, (unsigned long long) s2.candidates);
+		free(c2.pairs);
 	}
-	/*
-	 * Equal counts and equal order-independent digests: the same set (a
-	 * collision is vanishingly unlikely).  Otherwise sort both and show the
-	 * first difference.
-	 */
-	ok = c1.n == c2.n && c1.digest == c2.digest;
-	if (!ok)
-	{
-		qsort(c1.pairs, c1.n, sizeof(TcPair), cmp_pair);
-		qsort(c2.pairs, c2.n, sizeof(TcPair), cmp_pair);
-	}
-	for (size_t i = 0; !ok && i < c1.n && i < c2.n; i++)
-		if (cmp_pair(&c1.pairs[i], &c2.pairs[i]) != 0 ||
-			memcmp(&c1.pairs[i].dist, &c2.pairs[i].dist, sizeof(double)) != 0)
-		{
-			printf("  first difference at %zu: cpu (%lld,%lld,%.17g) gpu (%lld,%lld,%.17g)\n", i,
-				   (long long) c1.pairs[i].a, (long long) c1.pairs[i].b, c1.pairs[i].dist,
-				   (long long) c2.pairs[i].a, (long long) c2.pairs[i].b, c2.pairs[i].dist);
-			break;
-		}
-	report(ok, "%-7s %s n=%-8lld d=%-3d eps=%-10.4g self=%d %-5s pairs cpu %zu gpu %zu  "
-		   "cpu %.3f s  gpu %.3f s (index %.3f, %s dims %d)",
-		   kind, type == TC_FLOAT4 ? "f4" : "f8", (long long) n, d, eps, include_self,
-		   method == TC_METHOD_BRUTE ? "brute" : method == TC_METHOD_GRID ? "grid" : "auto",
-		   c1.n, c2.n, t1 - t0, t2 - t1, s2.index_seconds, s2.method, s2.grid_dims);
-done:
 	free(c1.pairs);
-	free(c2.pairs);
 }
 
 static float *
@@ -349,13 +364,18 @@ small_buffer(void)
 	gpu.device = TC_DEVICE_GPU;
 	gpu.gpu_result_pairs = 4096;
 	run(&p, cpu, &c1, &s1, &e);
-	if (run(&p, gpu, &c2, &s2, &e) != TC_OK)
-		report(0, "small result buffer: %s", e.message);
-	else
-		report(c1.n == c2.n && c1.digest == c2.digest,
-			   "result buffer of 4096 pairs: cpu %zu pairs, gpu %zu pairs", c1.n, c2.n);
+	for (int tc = 0; tc < 2; tc++)
+	{
+		gpu.tensor_cores = tc ? TC_TENSOR_ON : TC_TENSOR_OFF;
+		if (run(&p, gpu, &c2, &s2, &e) != TC_OK)
+			report(0, "small result buffer, tc=%d: %s", tc, e.message);
+		else
+			report(same_pairs(&c1, &c2),
+				   "result buffer of 4096 pairs, tc=%d: cpu %zu pairs, gpu %zu pairs", tc, c1.n, c2.n);
+		free(c2.pairs);
+		memset(&c2, 0, sizeof(c2));
+	}
 	free(c1.pairs);
-	free(c2.pairs);
 	free(x);
 }
 
@@ -441,6 +461,22 @@ main(int argc, char **argv)
 				if (isfinite(best))
 					compare_case(kind, n < 100000 ? n : 100000, d, sqrt(best), false,
 								 TC_METHOD_GRID, x, TC_FLOAT4);
+			}
+			if (d <= 8 && strcmp(kind, "uniform") == 0)
+			{
+				/*
+				 * Coordinates near 2^-530: squared differences underflow
+				 * into subnormals, where the filter's absolute margin is
+				 * what keeps pairs.
+				 */
+				int64_t		m = 20000;
+				double	   *x8 = malloc(sizeof(double) * m * d);
+				double		e = eps_for(x, m, d, 16);
+
+				for (int64_t i = 0; i < m * d; i++)
+					x8[i] = ldexp((double) x[i], -530);
+				compare_case("tiny", m, d, ldexp(e, -530), false, TC_METHOD_GRID, x8, TC_FLOAT8);
+				free(x8);
 			}
 			if (d <= 16 && !quick)
 			{

@@ -4,14 +4,16 @@
 # in .device/).  Builds and installs the extension with its CUDA back ends,
 # runs the whole pg_regress suite with tcjoin.device = gpu (same expected
 # files as the CPU run), then the GPU-against-CPU exactness stress and the
-# GPU failure modes, then engine benchmarks of the GPU paths.
-#   test/gpu/run.sh [--quick] [--no-bench]
+# GPU failure modes, each with tensor cores off and on, then engine
+# benchmarks of the GPU paths (and with --sql, the same join through
+# PostgreSQL against its floors).
+#   test/gpu/run.sh [--quick] [--no-bench] [--sql]
 # Ends with "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-QUICK= BENCH=1
+QUICK= BENCH=1 SQL=
 for a in "$@"; do
-    case $a in --quick) QUICK=--quick ;; --no-bench) BENCH= ;; esac
+    case $a in --quick) QUICK=--quick ;; --no-bench) BENCH= ;; --sql) SQL=1 ;; esac
 done
 OUT=${OUT:-/tmp/tcjoin-gpu-out}
 mkdir -p "$OUT"
@@ -30,13 +32,15 @@ if ! make -j"$(nproc)" USE_CUDA=1 >"$OUT/build.log" 2>&1 || ! make install >>"$O
     exit 1
 fi
 
-echo "== pg_regress with tcjoin.device = gpu"
-PGOPTIONS='-c tcjoin.device=gpu' timeout 400 make installcheck >"$OUT/regress.log" 2>&1
-grep -E '\.\.\. +(ok|FAILED)' "$OUT/regress.log"
-p=$(grep -cE '\.\.\. +ok( |$)' "$OUT/regress.log")
-f=$(grep -cE '\.\.\. +FAILED' "$OUT/regress.log")
-[ -f regression.diffs ] && cp regression.diffs "$OUT/" && head -100 regression.diffs
-PASSED=$((PASSED + p)) FAILED=$((FAILED + f))
+for tc in off on; do
+    echo "== pg_regress with tcjoin.device = gpu, tcjoin.tensor_cores = $tc"
+    PGOPTIONS="-c tcjoin.device=gpu -c tcjoin.tensor_cores=$tc" timeout 400 make installcheck >"$OUT/regress-$tc.log" 2>&1
+    grep -E '\.\.\. +(ok|FAILED)' "$OUT/regress-$tc.log"
+    p=$(grep -cE '\.\.\. +ok( |$)' "$OUT/regress-$tc.log")
+    f=$(grep -cE '\.\.\. +FAILED' "$OUT/regress-$tc.log")
+    [ -f regression.diffs ] && cp regression.diffs "$OUT/regression-$tc.diffs" && head -60 regression.diffs
+    PASSED=$((PASSED + p)) FAILED=$((FAILED + f))
+done
 
 echo "== GPU against CPU"
 . src/engine_sources.mk 2>/dev/null || true
@@ -55,15 +59,28 @@ fi
 if [ -n "$BENCH" ]; then
     echo "== engine benchmarks (GPU grid against the CPU)"
     make -C test/bench USE_CUDA=1 -B >/dev/null
+    make -C test/bench copy_floor >/dev/null && echo "copy floor (d2h chunked, d2h large, h2d GB/s, gpu): $(test/bench/copy_floor)"
     B=test/bench/tcbench
     for eps in 0.0002 0.0005; do
-        $B --gen expo --n 2000000 --d 2 --eps $eps --device gpu --reps 5
+        for tc in off on; do
+            $B --gen expo --n 2000000 --d 2 --eps $eps --device gpu --tensor-cores $tc --sink count --reps 5
+        done
+        $B --gen expo --n 2000000 --d 2 --eps $eps --device gpu --sink sum --reps 3
     done
-    for d in 2 3 4 8; do
-        $B --gen expo --n 2000000 --d $d --neighbours 64 --device gpu --reps 3
+    for d in 2 3 4 8 16; do
+        for tc in off on; do
+            $B --gen expo --n 2000000 --d $d --neighbours 64 --device gpu --tensor-cores $tc --sink count --reps 3
+        done
     done
-    $B --gen expo --n 2000000 --d 2 --eps 0.0002 --device cpu --reps 1
+    for d in 3 4; do
+        for tc in off on; do
+            $B --gen uniform --n 2000000 --d $d --neighbours 64 --device gpu --tensor-cores $tc --sink count --reps 3
+        done
+    done
+    $B --gen expo --n 2000000 --d 2 --eps 0.0002 --device cpu --sink count --reps 3
+fi 2>&1 | tee "$OUT/bench.log"
 
+if [ -n "$SQL" ]; then
     echo "== through PostgreSQL: 2,000,000 exponential 2-D points, eps 0.0002"
     psql -X -q -A -t -v ON_ERROR_STOP=1 -d postgres <<'SQL'
 SET client_min_messages = warning;
@@ -90,7 +107,7 @@ SELECT 'floor emit ms ' || string_agg(round(pg_temp.ms(format($q$SELECT count(*)
        (SELECT pairs FROM tc_last_stats()))))::text, ' ') FROM generate_series(1, 3);
 DROP TABLE gpu_bench_pts;
 SQL
-fi 2>&1 | tee "$OUT/bench.log"
+fi 2>&1 | tee "$OUT/sql-bench.log"
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -27,7 +27,8 @@ check() {   # name, expected substring, sql
 
 psql -X -q -d postgres >/dev/null <<'SQL'
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS tcjoin;
+DROP EXTENSION IF EXISTS tcjoin CASCADE;
+CREATE EXTENSION tcjoin;
 DROP TABLE IF EXISTS tcjoin_device_pts;
 CREATE TABLE tcjoin_device_pts (id int PRIMARY KEY, vec real[]);
 INSERT INTO tcjoin_device_pts VALUES (1, '{0,0}'), (2, '{0,1}'), (3, '{5,5}');

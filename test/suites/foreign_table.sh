@@ -14,7 +14,8 @@ if [ "$(q -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'file_fd
 fi
 out=$(q 2>&1 <<'SQL'
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS tcjoin;
+DROP EXTENSION IF EXISTS tcjoin CASCADE;
+CREATE EXTENSION tcjoin;
 CREATE EXTENSION IF NOT EXISTS file_fdw;
 DROP SERVER IF EXISTS tcjoin_ft_files CASCADE;
 CREATE SERVER tcjoin_ft_files FOREIGN DATA WRAPPER file_fdw;
