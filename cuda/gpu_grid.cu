@@ -654,6 +654,8 @@ struct TcGpuJoin
 	int			nstreams;
 	cudaEvent_t ring_ev[RING_SLOTS];
 	int			nevents;
+	cudaEvent_t kev[2][2];		/* per stream: kernel start, end */
+	int			nkev;
 	void	   *dev[48];
 	int			ndev;
 	size_t		used;
@@ -762,6 +764,8 @@ tc_gpu_join_free(TcGpuJoin *g)
 	}
 	for (int i = 0; i < g->nevents; i++)
 		cudaEventDestroy(g->ring_ev[i]);
+	for (int i = 0; i < g->nkev; i++)
+		cudaEventDestroy(g->kev[i / 2][i % 2]);
 	if (g->ring_cached)
 		ring_cache_busy.store(0);
 	for (int i = 0; i < g->ndev; i++)
@@ -933,7 +937,7 @@ use_tensor_cores(const TcJoinParams *params, int d, int major)
 		return false;
 	if (params->tensor_cores == TC_TENSOR_ON)
 		return true;
-	return d >= 4 && d <= 16;
+	return d >= 4;
 }
 
 template <typename T>
@@ -1320,6 +1324,11 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 	int			cur = 0;
 	bool		tc;
 
+	for (int i = 0; i < 4; i++)
+	{
+		CHECK(cudaEventCreate(&g->kev[i / 2][i % 2]));
+		g->nkev++;
+	}
 	CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->device));
 	CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, g->device));
 	tc = use_tensor_cores(params, a->d, major);
@@ -1364,6 +1373,7 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 			bd.rechecked = d_cand + 1;
 			bd.abort = g->d_abort;
 			CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 4, s));
+			CHECK(cudaEventRecord(g->kev[cur][0], s));
 			if (!tc)
 				join_kernel<<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
 			else if (a->d <= 4)
@@ -1377,22 +1387,33 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 			else
 				join_tc_kernel<0><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
 			CHECK(cudaGetLastError());
+			CHECK(cudaEventRecord(g->kev[cur][1], s));
 			CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 4,
 								  cudaMemcpyDeviceToHost, s));
 			launched = cur;
+			stats->gpu_batches++;
 		}
 		if (pending >= 0)
 		{
 			/* The previous batch's pairs, while this one computes. */
+			double		td = tc_now();
+
 			if ((st = drain(g, g->stream[pending], d_pairs[pending], h_meta[pending][0],
 							sink, stats, err)) != TC_OK)
 				return st;
+			stats->gpu_drain_seconds += tc_now() - td;
 			pending = -1;
 		}
 		if (launched >= 0)
 		{
+			double		tw = tc_now();
+			float		ms = 0;
+
 			if ((st = wait_stream(g, g->stream[launched], sink, err)) != TC_OK)
 				return st;
+			stats->gpu_wait_seconds += tc_now() - tw;
+			CHECK(cudaEventElapsedTime(&ms, g->kev[launched][0], g->kev[launched][1]));
+			stats->gpu_kernel_seconds += ms / 1e3;
 			if (h_meta[launched][1] != 0)
 			{
 				/* Overflow: rerun fewer items; the rate was too low. */

@@ -449,7 +449,6 @@ RESET tcjoin.device;
 -- the answers are the same whatever it says.  A GPU join with it on says so,
 -- and rechecks (exactly) between all pairs and all candidates; the CPU
 -- ignores it.
-SHOW tcjoin.tensor_cores;
 SET tcjoin.tensor_cores = on;
 SELECT * FROM diff($$SELECT * FROM tc_selfjoin('base', 'v8', 0.2, method => 'grid')$$, 'TABLE ref8');
 SELECT (device = 'gpu') = tensor_cores AS tensor_cores_ok,

@@ -242,7 +242,7 @@ SET tcjoin.tensor_cores = 'sometimes';
 SET tcjoin.gpu_memory_limit = -1;
 SET tcjoin.no_such_setting = 1;
 -- Nothing above changed a setting.
-SELECT name, setting = boot_val AS is_default
+SELECT name, setting = reset_val AS unchanged
   FROM pg_settings WHERE name IN ('tcjoin.cpu_threads', 'tcjoin.log_stats', 'tcjoin.tensor_cores',
                                   'tcjoin.gpu_memory_limit') ORDER BY name;
 

@@ -140,6 +140,11 @@ typedef struct TcJoinStats
 	uint64_t	pairs;			/* pairs emitted */
 	double		index_seconds;	/* building the index (or blocks) */
 	double		join_seconds;	/* from first work to last pair emitted */
+	/* GPU joins: where the join phase's time went. */
+	int64_t		gpu_batches;	/* kernel launches, reruns included */
+	double		gpu_kernel_seconds; /* the kernels, by device events */
+	double		gpu_wait_seconds;	/* the host waiting for kernels */
+	double		gpu_drain_seconds;	/* pairs copied to the host and emitted */
 } TcJoinStats;
 
 typedef struct TcJoin TcJoin;

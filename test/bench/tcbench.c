@@ -487,6 +487,11 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 			   (unsigned long long) st->rechecked,
 			   (unsigned long long) med->pairs,
 			   med->pairs / med->wall / 1e6);
+	if (strcmp(status, "ok") == 0 && !o->csv && st->gpu_batches > 0)
+		printf("  gpu: %lld batches, kernels %.3f s, waiting for kernels %.3f s, pairs to the sink %.3f s, "
+			   "join phase %.3f s\n",
+			   (long long) st->gpu_batches, st->gpu_kernel_seconds, st->gpu_wait_seconds,
+			   st->gpu_drain_seconds, st->join_seconds);
 }
 
 int
