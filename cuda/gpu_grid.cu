@@ -662,8 +662,16 @@ struct TcGpuJoin
 	size_t		limit;
 	void	   *host[8];
 	int			nhost;
-	int		   *h_abort;		/* mapped: the host can stop a kernel */
+	/*
+	 * Stopping a kernel: the host copies *h_abort (pinned, 1) over *d_abort
+	 * (device memory, which kernels poll per work item) on a stream of its
+	 * own.  Kernels never read host memory: a read across the bus per item
+	 * would cost more than the item at low d.
+	 */
+	int		   *h_abort;
 	int		   *d_abort;
+	cudaStream_t abort_stream;
+	bool		have_abort_stream;
 	unsigned long long *h_bounds;
 	TcPair	   *out;
 	TcPair	   *ring;			/* RING_SLOTS x RING_CHUNK pinned pairs */
@@ -750,13 +758,26 @@ host_alloc(TcGpuJoin *g, void **ptr, size_t bytes, unsigned int flags, TcError *
 	return TC_OK;
 }
 
+/* Ask running kernels to stop at their next work item. */
+static void
+request_abort(TcGpuJoin *g)
+{
+	if (g->have_abort_stream && g->d_abort != NULL && g->h_abort != NULL)
+		cudaMemcpyAsync(g->d_abort, g->h_abort, sizeof(int), cudaMemcpyHostToDevice,
+						g->abort_stream);
+}
+
 extern "C" void
 tc_gpu_join_free(TcGpuJoin *g)
 {
 	if (g == NULL)
 		return;
-	if (g->h_abort)
-		*(volatile int *) g->h_abort = 1;
+	request_abort(g);
+	if (g->have_abort_stream)
+	{
+		cudaStreamSynchronize(g->abort_stream);
+		cudaStreamDestroy(g->abort_stream);
+	}
 	for (int i = 0; i < g->nstreams; i++)
 	{
 		cudaStreamSynchronize(g->stream[i]);
@@ -799,7 +820,7 @@ wait_stream(TcGpuJoin *g, cudaStream_t s, const TcSink *sink, TcError *err)
 		{
 			if (sink->poll(sink->arg) != 0)
 			{
-				*(volatile int *) g->h_abort = 1;
+				request_abort(g);
 				return TC_STOPPED;
 			}
 			next_poll = tc_now() + 0.001;
@@ -841,7 +862,7 @@ wait_event(TcGpuJoin *g, cudaEvent_t ev, const TcSink *sink, TcError *err)
 		{
 			if (sink->poll(sink->arg) != 0)
 			{
-				*(volatile int *) g->h_abort = 1;
+				request_abort(g);
 				return TC_STOPPED;
 			}
 			next_poll = tc_now() + 0.001;
@@ -1074,10 +1095,13 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 		CHECK(cudaStreamCreateWithFlags(&g->stream[i], cudaStreamNonBlocking));
 		g->nstreams++;
 	}
-	if ((st = host_alloc(g, (void **) &g->h_abort, sizeof(int), cudaHostAllocMapped, err)) != TC_OK)
+	CHECK(cudaStreamCreateWithFlags(&g->abort_stream, cudaStreamNonBlocking));
+	g->have_abort_stream = true;
+	if ((st = host_alloc(g, (void **) &g->h_abort, sizeof(int), cudaHostAllocDefault, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &g->d_abort, sizeof(int), err)) != TC_OK)
 		return st;
-	*g->h_abort = 0;
-	CHECK(cudaHostGetDevicePointer((void **) &g->d_abort, g->h_abort, 0));
+	*g->h_abort = 1;
+	CHECK(cudaMemset(g->d_abort, 0, sizeof(int)));
 	stats->device = "gpu";
 	stats->method = plan->k > 0 ? "grid" : "brute";
 	stats->threads = 1;

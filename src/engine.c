@@ -212,7 +212,12 @@ run_gpu(TcJoin *join, TcError *err)
 	TcGridPlan	plan;
 	TcStatus	st;
 
-	st = tc_grid_plan(join, join->params.method == TC_METHOD_AUTO, &plan, err);
+	/*
+	 * No brute-force choice here: on the GPU a candidate costs the same
+	 * whichever plan produced it, and a grid never has more candidates than
+	 * brute force.  (The GPU's own brute-force engine will change this.)
+	 */
+	st = tc_grid_plan(join, false, &plan, err);
 	if (st != TC_OK)
 		return st;
 	if (plan.brute || join->params.method == TC_METHOD_BRUTE)

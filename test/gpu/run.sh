@@ -36,7 +36,8 @@ if ! make -j"$(nproc)" USE_CUDA=1 >"$OUT/build.log" 2>&1 || ! make install >>"$O
     exit 1
 fi
 
-for tc in ${REGRESS:+off on}; do
+# REGRESS_TC: the tcjoin.tensor_cores settings to run pg_regress under.
+for tc in ${REGRESS:+${REGRESS_TC:-off on}}; do
     echo "== pg_regress with tcjoin.device = gpu, tcjoin.tensor_cores = $tc"
     PGOPTIONS="-c tcjoin.device=gpu -c tcjoin.tensor_cores=$tc" timeout 400 make installcheck >"$OUT/regress-$tc.log" 2>&1
     grep -E '\.\.\. +(ok|FAILED)' "$OUT/regress-$tc.log"
@@ -53,7 +54,7 @@ if [ -n "$STRESS" ]; then
         -o "$OUT/gpu_vs_cpu" test/gpu/gpu_vs_cpu.c src/engine.c src/grid_plan.c src/cpu_grid.c \
         src/cpu_brute.c src/cpu_filter.c cuda/gpu_device.o cuda/gpu_grid.o \
         -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
-    timeout 400 "$OUT/gpu_vs_cpu" $QUICK --seconds 200 | tee "$OUT/gpu_vs_cpu.log"
+    timeout 400 "$OUT/gpu_vs_cpu" $QUICK --seconds "${STRESS_SECONDS:-200}" | tee "$OUT/gpu_vs_cpu.log"
     line=$(tail -1 "$OUT/gpu_vs_cpu.log")
     if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
         PASSED=$((PASSED + BASH_REMATCH[1])) FAILED=$((FAILED + BASH_REMATCH[2]))
@@ -74,8 +75,9 @@ if [ -n "$BENCH" ]; then
         $B --gen expo --n 2000000 --d 2 --eps $eps --device gpu --sink sum --reps 3
     done
     for d in 2 3 4 8 16; do
+        n=2000000; [ $d -gt 8 ] && n=1000000
         for tc in off on; do
-            $B --gen expo --n 2000000 --d $d --neighbours 64 --device gpu --tensor-cores $tc --sink count --reps 3
+            $B --gen expo --n $n --d $d --neighbours 64 --device gpu --tensor-cores $tc --sink count --reps 3
         done
     done
     for d in 3 4; do
