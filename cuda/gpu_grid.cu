@@ -958,7 +958,7 @@ use_tensor_cores(const TcJoinParams *params, int d, int major)
 		return false;
 	if (params->tensor_cores == TC_TENSOR_ON)
 		return true;
-	return d >= 4;
+	return d >= 5;
 }
 
 template <typename T>

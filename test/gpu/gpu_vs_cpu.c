@@ -52,6 +52,8 @@ typedef struct Collect
 	uint64_t	digest;			/* order-independent sum of pair hashes */
 	int			polls;
 	int			stop_after_polls;	/* > 0: poll asks to stop */
+	double		stop_at;		/* > 0: poll asks to stop from this time on */
+	double		stopped_at;		/* when it first asked */
 } Collect;
 
 static uint64_t
@@ -110,7 +112,14 @@ poll_cb(void *arg)
 	Collect    *c = arg;
 
 	c->polls++;
-	return c->stop_after_polls > 0 && c->polls >= c->stop_after_polls;
+	if ((c->stop_after_polls > 0 && c->polls >= c->stop_after_polls) ||
+		(c->stop_at > 0 && tc_now() >= c->stop_at))
+	{
+		if (c->stopped_at == 0)
+			c->stopped_at = tc_now();
+		return 1;
+	}
+	return 0;
 }
 
 static int
@@ -333,6 +342,37 @@ failure_modes(void)
 	report(rc == TC_STOPPED && tc_now() - t0 < 1.0,
 		   "cancel: status %s after %.3f s", tc_status_name(rc), tc_now() - t0);
 	free(c.pairs);
+
+	/*
+	 * Cancel while a kernel runs: a join of several seconds (8-D, CUDA
+	 * cores) asked to stop after 0.3 s must return within a second of the
+	 * request, with the GPU's memory given back.
+	 */
+	for (int tc = 0; tc < 2; tc++)
+	{
+		int64_t		m = 2000000;
+		float	   *y = make_points("expo", m, 8);
+		TcPoints	q = {y, m, 8, TC_FLOAT4};
+		TcJoinParams slow = {.eps = 0.0135, .method = TC_METHOD_GRID, .device = TC_DEVICE_GPU,
+			.tensor_cores = tc ? TC_TENSOR_ON : TC_TENSOR_OFF, .exact = true, .threads = 1};
+		TcGpuInfo	before,
+					after;
+
+		memset(&c, 0, sizeof(c));
+		tc_gpu_list(&before, 1, NULL, 0);
+		t0 = tc_now();
+		c.stop_at = t0 + 0.3;
+		rc = run(&q, slow, &c, &st, &err);
+		tc_gpu_list(&after, 1, NULL, 0);
+		report(rc == TC_STOPPED && c.stopped_at > 0 && tc_now() - c.stopped_at < 1.0 &&
+			   after.free_memory + (64 << 20) >= before.free_memory,
+			   "cancel mid-join, tc=%d: status %s, %.3f s after the request (%.3f s in all); "
+			   "free GPU memory %zu MB before, %zu MB after",
+			   tc, tc_status_name(rc), c.stopped_at > 0 ? tc_now() - c.stopped_at : -1.0,
+			   tc_now() - t0, before.free_memory >> 20, after.free_memory >> 20);
+		free(c.pairs);
+		free(y);
+	}
 
 	/* A memory limit too small for the join: a clear error. */
 	memset(&c, 0, sizeof(c));
