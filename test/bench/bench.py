@@ -178,10 +178,11 @@ def engine_paths(w, gpu):
         methods = ['grid'] + (['brute'] if w.d >= 64 or w.n <= GPU_BRUTE_MAX_N else [])
         for m in methods:
             for tc in ('off', 'on'):
-                for exact in ('on', 'off'):
-                    name = f'engine gpu {m} tc={tc} {"exact" if exact == "on" else "approx"}'
-                    paths.append((name, ['--device', 'gpu', '--method', m,
-                                         '--tensor-cores', tc, '--exact', exact]))
+                paths.append((f'engine gpu {m} tc={tc} exact',
+                              ['--device', 'gpu', '--method', m, '--tensor-cores', tc]))
+            # exact => false has no engine of its own on the GPU yet (the FP16
+            # brute force): the row says so rather than time the exact path.
+            paths.append((f'engine gpu {m} approx', None))
     return paths
 
 
@@ -338,9 +339,7 @@ def sql_tc_paths(w, gpu):
                   ('sql tc_selfjoin t=1', ["SET tcjoin.device = 'cpu'",
                                            'SET tcjoin.cpu_threads = 1'], '')]
     if gpu:
-        paths += [('sql tc_selfjoin gpu exact', ["SET tcjoin.device = 'gpu'"], ''),
-                  ('sql tc_selfjoin gpu approx', ["SET tcjoin.device = 'gpu'"],
-                   ', exact => false')]
+        paths += [('sql tc_selfjoin gpu exact', ["SET tcjoin.device = 'gpu'"], '')]
     return paths
 
 
@@ -478,6 +477,10 @@ def run_suite(args):
             for k in w.ks:
                 for path, pargs in engine_paths(w, args.gpu):
                     r = reps if path != 'engine cpu t=1' else slow_reps
+                    if pargs is None:
+                        rows.append(new_row(w, k, epss[k], 'engine', path,
+                                            status='not built (no approximate GPU engine)'))
+                        continue
                     rows.append(run_engine(data, w, k, epss[k], path, pargs, r, timeout))
                     log(f'{tag} k={k}: {path}: {show_time(rows[-1])}')
             if w.sql and sql.ok and sql_tc_paths(w, args.gpu):
