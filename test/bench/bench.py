@@ -236,7 +236,11 @@ END $$"""
             log(f'bench: no database server ({last_line(err)}); SQL rows are skipped')
             self.ok = False
             return
-        self.must(['CREATE EXTENSION tcjoin', 'CREATE EXTENSION cube', self.BENCH_FN])
+        self.must(['CREATE EXTENSION tcjoin', self.BENCH_FN])
+        rc, _, err = self.psql(['CREATE EXTENSION cube'])
+        self.cube = rc == 0
+        if not self.cube:
+            log(f'bench: no cube ({last_line(err)}); its rows are skipped')
         rc, _, err = self.psql(['CREATE EXTENSION postgis'])
         self.postgis = rc == 0
         if not self.postgis:
@@ -353,6 +357,8 @@ def peer_setup(sql, w, table):
     for peer in w.peers:
         if peer == 'cube' and w.d > 100:
             out[peer] = 'n/a (cube has at most 100 dimensions)'
+        elif peer == 'cube' and not sql.cube:
+            out[peer] = 'n/a (no cube)'
         elif peer == 'postgis' and (w.d != 2 or not sql.postgis):
             out[peer] = 'n/a (no PostGIS)' if w.d == 2 else 'n/a (2-D only)'
         elif peer == 'cube':
@@ -628,7 +634,7 @@ def machine():
         gpu = ', '.join(out.split('\n')).strip(', ') if rc == 0 else ''
     rc, commit, _ = sh(['git', '-C', ROOT, 'rev-parse', '--short', 'HEAD'])
     rc2, dirty, _ = sh(['git', '-C', ROOT, 'status', '--porcelain', '--untracked-files=no'])
-    return (f'{datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC, {cpu}, {os.cpu_count()} cores'
+    return (f'{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {cpu}, {os.cpu_count()} cores'
             + (f', GPU {gpu}' if gpu else ', no GPU')
             + f', commit {commit.strip() or "unknown"}' + (' (modified)' if dirty.strip() else ''))
 
