@@ -20,6 +20,7 @@
  *					two-sets, large, sinks, random.
  */
 #include "test_common.h"
+#include "fp16_filter.h"
 
 #include <errno.h>
 #include <float.h>
@@ -1727,6 +1728,226 @@ test_sinks(void)
 	run_isolated("[sink] create then destroy without run", iso_destroy_unrun, limit);
 }
 
+
+/* --------------------------------------------------- the FP16 filter */
+
+/*
+ * tc_f16_round against the compiler's own conversion to _Float16 (round to
+ * nearest even), on random magnitudes, exact ties and the range's edges.
+ */
+static void
+test_f16_round(void)
+{
+	Rng			r;
+	int			bad = 0;
+	double		first_bad = 0;
+
+	case_begin("fp16 rounding");
+	rng_seed(&r, mix_seed(FIXED_SEED, 0xf16));
+	for (int i = 0; i < 200000; i++)
+	{
+		double		x;
+		double		want;
+
+		if (i % 3 == 0)
+		{
+			/* an exact tie between two FP16 neighbours, or next to one */
+			int			e = (int) rng_below(&r, 40) - 25;
+			double		ulp = ldexp(1.0, e - 10 < -24 ? -24 : e - 10);
+			double		m = (double) rng_below(&r, 2048);
+
+			x = (m + 0.5) * ulp;
+			if (i % 2)
+				x = nextafter(x, i % 4 ? INFINITY : 0.0);
+		}
+		else
+			x = ldexp(rng_uniform(&r) + 0.5, (int) rng_below(&r, 60) - 40);
+		if (rng_below(&r, 2))
+			x = -x;
+#ifdef __FLT16_MANT_DIG__
+		want = (double) (_Float16) x;
+#else
+		want = tc_f16_round(x);
+#endif
+		if (tc_f16_round(x) != want && !(isinf(want) && isinf(tc_f16_round(x))))
+		{
+			if (bad++ == 0)
+				first_bad = x;
+		}
+	}
+	CHECK(bad == 0, "%d values round differently, first %.17g", bad, first_bad);
+	CHECK(tc_f16_round(65504.0) == 65504.0 && isinf(tc_f16_round(65520.0)) &&
+		  tc_f16_round(65519.99) == 65504.0 && tc_f16_round(0x1p-25) == 0.0 &&
+		  tc_f16_round(0x1.8p-25) == 0x1p-24 && tc_f16_round(-0.0) == 0.0,
+		  "edges of the FP16 range");
+	case_end();
+}
+
+/* float4 sum rounded toward zero: the tensor cores' truncating adder. */
+static float
+add_rz(double x)
+{
+	float		f = (float) x;
+
+	if (fabs((double) f) > fabs(x))
+		f = nextafterf(f, 0.0f);
+	return f;
+}
+
+/*
+ * acc = h_a . h_b as the tensor cores might compute it: FP16 products
+ * (exact), summed in float4 by one of several adders.
+ */
+static float
+emulated_dot(const double *ha, const double *hb, int d, int how)
+{
+	float		acc = 0.0f;
+
+	switch (how)
+	{
+		case 0:				/* in order, round to nearest */
+			for (int k = 0; k < d; k++)
+				acc = acc + (float) (ha[k] * hb[k]);
+			break;
+		case 1:				/* per 16 terms: exact block, truncated add */
+			for (int k0 = 0; k0 < d; k0 += 16)
+			{
+				double		blk = 0.0;
+
+				for (int k = k0; k < k0 + 16 && k < d; k++)
+					blk += ha[k] * hb[k];
+				acc = add_rz((double) acc + blk);
+			}
+			break;
+		case 2:				/* every add truncated */
+			for (int k = 0; k < d; k++)
+				acc = add_rz((double) acc + ha[k] * hb[k]);
+			break;
+		default:				/* backwards, round to nearest */
+			for (int k = d - 1; k >= 0; k--)
+				acc = acc + (float) (ha[k] * hb[k]);
+			break;
+	}
+	return acc;
+}
+
+/*
+ * No pair within eps is dropped by the filter, whatever the adder, on every
+ * distribution (offsets of 1e9, mixed magnitudes, underflow, duplicates
+ * included), at eps 0, at a pair's exact distance and beyond; and on
+ * well-spread data the filter does drop what lies clearly beyond eps.
+ */
+static void
+test_f16_filter(void)
+{
+	static const int dims[] = {1, 2, 3, 16, 17, 64, 100, 784, 4096};
+	int			ncase = 0;
+
+	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
+		for (int dist = 0; dist < DIST_COUNT; dist++)
+		{
+			int			d = dims[di];
+			int64_t		n = d >= 784 ? 40 : 120;
+			Rng			r;
+			TcPoints	p;
+			double	   *c = calloc(d, sizeof(double));
+			double	   *y = malloc(sizeof(double) * n * d);
+			double	   *h = malloc(sizeof(double) * n * d);
+			float	   *hn = malloc(sizeof(float) * n);
+			float	   *R = malloc(sizeof(float) * n);
+			double	   *dd = malloc(sizeof(double) * n * (n - 1) / 2);
+			double		maxabs = 0;
+
+			if (g_quick && d > 100)
+				continue;
+			rng_seed(&r, mix_seed(g_fresh_seed, 0xf160000 + di * 100 + dist));
+			points_generate(&p, (Dist) dist, n, d, (di + dist) % 2 ? TC_FLOAT4 : TC_FLOAT8, &r);
+			for (int64_t i = 0; i < n; i++)
+				for (int k = 0; k < d; k++)
+					c[k] += points_get(&p, i, k) / (double) n;
+			for (int64_t i = 0; i < n; i++)
+				for (int k = 0; k < d; k++)
+				{
+					y[i * d + k] = points_get(&p, i, k) - c[k];
+					maxabs = fmax(maxabs, fabs(y[i * d + k]));
+				}
+			for (int64_t i = 0, t = 0; i < n; i++)
+				for (int64_t j = i + 1; j < n; j++)
+					dd[t++] = ref_dist(&p, i, &p, j);
+
+			/* eps: 0, a pair's distance (2% and 30% quantiles), the largest */
+			for (int e = 0; e < 4; e++)
+			{
+				int64_t		npairs = n * (n - 1) / 2;
+				double	   *sorted = malloc(sizeof(double) * npairs);
+				double		eps;
+				TcF16Plan	plan;
+				int64_t		in = 0,
+							dropped_in = 0,
+							far = 0,
+							far_dropped = 0;
+
+				memcpy(sorted, dd, sizeof(double) * npairs);
+				qsort(sorted, npairs, sizeof(double), cmp_double);
+				eps = e == 0 ? 0.0 : e == 1 ? sorted[npairs / 50] :
+					e == 2 ? sorted[npairs * 3 / 10] : sorted[npairs - 1];
+				free(sorted);
+
+				case_begin("fp16 filter %s d=%d n=%lld eps=%.17g", dist_name((Dist) dist), d,
+						   (long long) n, eps);
+				tc_f16_plan(&plan, d, tc_sq_threshold(eps), maxabs);
+				for (int64_t i = 0; i < n; i++)
+					tc_f16_point(&plan, y + i * d, d, h + i * d, &hn[i], &R[i]);
+				for (int64_t i = 0, t = 0; i < n; i++)
+					for (int64_t j = i + 1; j < n; j++, t++)
+					{
+						bool		within = dd[t] <= eps;
+						bool		dropped = false;
+
+						for (int how = 0; how < 4; how++)
+						{
+							float		acc = emulated_dot(h + i * d, h + j * d, d, how);
+
+							if (tc_f16_reject(acc, hn[i], hn[j], R[i], R[j], plan.kappa))
+							{
+								dropped = true;
+								if (within && dropped_in == 0)
+									check_fail("pair (%lld, %lld) at %.17g <= eps dropped (adder %d)",
+											   (long long) i, (long long) j, dd[t], how);
+							}
+						}
+						in += within;
+						dropped_in += within && dropped;
+						if (dd[t] > 1.1 * eps && eps > 0)
+						{
+							far++;
+							far_dropped += tc_f16_reject(emulated_dot(h + i * d, h + j * d, d, 0),
+														 hn[i], hn[j], R[i], R[j], plan.kappa);
+						}
+					}
+				CHECK(dropped_in == 0, "%lld of %lld pairs within eps dropped",
+					  (long long) dropped_in, (long long) in);
+				/* Spread data, eps at a quantile: the filter must work. */
+				if ((dist == DIST_UNIFORM || dist == DIST_CLUSTERED || dist == DIST_NEGATIVE ||
+					 dist == DIST_EXPONENTIAL) && (e == 1 || e == 2) && far > 0)
+					CHECK(far_dropped >= far * 95 / 100,
+						  "only %lld of %lld pairs beyond 1.1 eps dropped",
+						  (long long) far_dropped, (long long) far);
+				case_end();
+				ncase++;
+			}
+			points_free(&p);
+			free(c);
+			free(y);
+			free(h);
+			free(hn);
+			free(R);
+			free(dd);
+		}
+	if (g_verbose)
+		printf("fp16 filter: %d cases\n", ncase);
+}
+
 /* ------------------------------------------------------------------ main */
 
 static uint64_t
@@ -1798,6 +2019,8 @@ main(int argc, char **argv)
 	section("large", test_large);
 	section("sinks", test_sinks);
 	section("random", test_random_sweep);
+	section("fp16-round", test_f16_round);
+	section("fp16-filter", test_f16_filter);
 
 	printf("%d passed, %d failed\n", g_passed, g_failed);
 	return g_failed ? 1 : 0;
