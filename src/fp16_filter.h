@@ -124,9 +124,24 @@ tc_f16_plan(TcF16Plan *p, int d, double thr, double maxabs)
 }
 
 /*
+ * A point's hn = |h|^2 and R, as float4 rounded up, from the sums over its
+ * coordinates (in any order) of h^2, (h - sigma y)^2 and (sigma y)^2.
+ */
+static inline TC_HOSTDEV void
+tc_f16_finish(const TcF16Plan *p, int d, double hn2, double r2, double y2, float *hn,
+			  float *R)
+{
+	/* Sums of d non-negative terms: each within gamma_{d+2} of its value. */
+	double		slack = 1.0 + (double) (d + 4) * 0x1p-52;
+
+	*hn = tc_f16_float_up(hn2 * slack);
+	*R = tc_f16_float_up((sqrt(r2 * slack) + sqrt(y2 * slack) * 0x1p-52 + p->e_half) *
+						 (1.0 + 0x1p-48));
+}
+
+/*
  * One point, from its centred coordinates y: the FP16 coordinates h (as
- * doubles, each exactly an FP16 value; h may be NULL), hn = |h|^2 and R,
- * both as float4 rounded up.
+ * doubles, each exactly an FP16 value; h may be NULL), hn and R.
  */
 static inline TC_HOSTDEV void
 tc_f16_point(const TcF16Plan *p, const double *y, int d, double *h, float *hn,
@@ -135,7 +150,6 @@ tc_f16_point(const TcF16Plan *p, const double *y, int d, double *h, float *hn,
 	double		hn2 = 0.0,
 				r2 = 0.0,
 				y2 = 0.0;
-	double		slack = 1.0 + (double) (d + 4) * 0x1p-52;
 
 	for (int k = 0; k < d; k++)
 	{
@@ -149,10 +163,7 @@ tc_f16_point(const TcF16Plan *p, const double *y, int d, double *h, float *hn,
 		if (h)
 			h[k] = hk;
 	}
-	/* Sums of d non-negative terms: each within gamma_{d+2} of its value. */
-	*hn = tc_f16_float_up(hn2 * slack);
-	*R = tc_f16_float_up((sqrt(r2 * slack) + sqrt(y2 * slack) * 0x1p-52 + p->e_half) *
-						 (1.0 + 0x1p-48));
+	tc_f16_finish(p, d, hn2, r2, y2, hn, R);
 }
 
 /* The epilogue's test: true iff the pair is certainly beyond eps. */
