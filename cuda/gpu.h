@@ -58,6 +58,16 @@ extern TcStatus tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a,
 								const TcSink *sink, TcJoinStats *stats,
 								TcError *err);
 
+/*
+ * Self-join a by brute force on FP16 tensor cores, exactly: a filter with a
+ * proven error band (fp16_filter.h), then the contract's sum for every pair
+ * it keeps.  Handle, sink and stats as for tc_gpu_selfjoin.
+ */
+extern TcStatus tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a,
+									  const TcJoinParams *params, double thr,
+									  const TcSink *sink, TcJoinStats *stats,
+									  TcError *err);
+
 /* Stop any kernel in flight, wait for it, and free everything.  NULL: no-op. */
 extern void tc_gpu_join_free(TcGpuJoin *handle);
 

@@ -41,28 +41,17 @@
 #include <cstring>
 #include <unistd.h>
 
-#include "gpu.h"
+#include "gpu_join.h"
 
-#define WARP 32
 #define BLOCK_THREADS 256
 #define WARPS_PER_BLOCK (BLOCK_THREADS / WARP)
-#define STAGE 128				/* pairs staged per warp before an append */
 #define MAX_OFFS ((TC_GRID_MAX_ROWS - 1) / 2)	/* positive rows, k = 6 */
-#define FULL_MASK 0xffffffffu
 
 /* Default result buffer (pairs), halved until it fits the memory limit. */
 #define DEFAULT_CAPACITY (8u << 20)
 #define MIN_CAPACITY (1u << 16)	/* with a memory limit; tests may go lower */
 /* Candidates per batch at most, so a cancel is seen within milliseconds. */
 #define MAX_BATCH_CANDIDATES 4e9
-#define OUT_BATCH 8192			/* pairs per sink->emit */
-/*
- * Pairs reach the host through a ring of pinned chunks, so that copies
- * overlap the sink and pinned memory stays small.  The ring is kept for the
- * process's next join: pinning costs about 0.3 ms per MB.
- */
-#define RING_CHUNK (1u << 19)	/* pairs: 12 MB */
-#define RING_SLOTS 4
 
 __constant__ int8_t c_offs[MAX_OFFS][TC_GRID_MAX_DIMS];
 __constant__ long long c_delta[MAX_OFFS];
@@ -83,15 +72,6 @@ struct GridDev
 	double		tc_abs;
 };
 
-/* The engine's TcPair, written by the kernel so the host passes it on as is. */
-struct PairDev
-{
-	long long	a;
-	long long	b;
-	double		dist;
-};
-static_assert(sizeof(PairDev) == sizeof(TcPair), "PairDev must match TcPair");
-
 struct BatchDev
 {
 	const unsigned long long *items;	/* (cell << 32) | (first query) */
@@ -106,11 +86,6 @@ struct BatchDev
 	unsigned long long *candidates;
 	unsigned long long *rechecked;	/* pairs the tensor-core filter passed */
 	const volatile int *abort;
-};
-
-struct Stage
-{
-	PairDev		pair[STAGE];
 };
 
 /* ---------- device code ---------- */
@@ -174,90 +149,6 @@ for_each_later_neighbour(const GridDev &g, unsigned int c, F f)
 	}
 }
 
-/* The contract's sum with early exit; true iff s <= thr. */
-__device__ __forceinline__ bool
-within(const double *a, const double *b, int d, double thr, double *s_out)
-{
-	double		s = 0.0;
-	int			k = 0;
-
-	for (; k + 8 <= d; k += 8)
-	{
-#pragma unroll
-		for (int u = 0; u < 8; u++)
-		{
-			double		t = __dsub_rn(a[k + u], b[k + u]);
-
-			s = __dadd_rn(s, __dmul_rn(t, t));
-		}
-		if (s > thr)
-			return false;
-	}
-	for (; k < d; k++)
-	{
-		double		t = __dsub_rn(a[k], b[k]);
-
-		s = __dadd_rn(s, __dmul_rn(t, t));
-	}
-	*s_out = s;
-	return s <= thr;
-}
-
-/* Append the warp's staged pairs to the batch buffer (warp-uniform call). */
-__device__ void
-flush_stage(Stage &st, int &n, const BatchDev &b, int lane)
-{
-	unsigned int base = 0;
-
-	if (n == 0)
-		return;
-	if (lane == 0)
-		base = atomicAdd(b.count, (unsigned int) n);
-	base = __shfl_sync(FULL_MASK, base, 0);
-	if ((unsigned long long) base + n > b.capacity)
-	{
-		/* The batch will be rerun smaller; what was staged is dropped. */
-		if (lane == 0)
-			atomicExch(b.overflow, 1u);
-	}
-	else
-		for (int i = lane; i < n; i += WARP)
-		{
-			b.pairs[base + i] = st.pair[i];
-		}
-	__syncwarp();
-	n = 0;
-}
-
-/*
- * Stage the lanes' hits (warp-uniform call): one ballot, each hit to its
- * slot, a flush when the stage would overflow.
- */
-__device__ __forceinline__ void
-stage_hit(const GridDev &g, const BatchDev &b, Stage &st, int &n, int lane,
-		  bool hit, unsigned int q, unsigned int j, double s)
-{
-	unsigned int m = __ballot_sync(FULL_MASK, hit);
-
-	if (m == 0)
-		return;
-
-	int			cnt = __popc(m);
-
-	if (n + cnt > STAGE)
-		flush_stage(st, n, b, lane);
-	if (hit)
-	{
-		int			r = n + __popc(m & ((1u << lane) - 1));
-
-		st.pair[r].a = g.perm[q];
-		st.pair[r].b = g.perm[j];
-		st.pair[r].dist = __dsqrt_rn(s);
-	}
-	n += cnt;
-	__syncwarp();
-}
-
 /*
  * Each query of the item against candidates [j0, j1) (tri: only j > q).
  * The warp's lanes form groups of `width` lanes, one group per query, each
@@ -280,9 +171,9 @@ scan_range(const GridDev &g, const BatchDev &b, Stage &st, int &n, int lane,
 		if (active && j < j1 && (!tri || j > q))
 		{
 			cand++;
-			hit = within(a, g.pts + (size_t) j * g.d, g.d, g.thr, &s);
+			hit = contract_within(a, g.pts + (size_t) j * g.d, g.d, g.thr, &s);
 		}
-		stage_hit(g, b, st, n, lane, hit, q, j, s);
+		stage_hit(b, st, n, lane, hit, q, j, s, [&](unsigned int i) { return g.perm[i]; });
 	}
 }
 
@@ -517,10 +408,10 @@ join_tc_kernel(GridDev g, BatchDev b)
 							if (stc <= lim)
 							{
 								rech++;
-								hit = within(g.pts + (size_t) q * d, g.pts + (size_t) j * d, d, g.thr, &s);
+								hit = contract_within(g.pts + (size_t) q * d, g.pts + (size_t) j * d, d, g.thr, &s);
 							}
 						}
-						stage_hit(g, b, st, n, lane, hit, q, j, s);
+						stage_hit(b, st, n, lane, hit, q, j, s, [&](unsigned int i) { return g.perm[i]; });
 					}
 				}
 			}
@@ -647,306 +538,6 @@ fill_items_kernel(GridDev g, const unsigned long long *nbr, const unsigned int *
 
 /* ---------- host code ---------- */
 
-struct TcGpuJoin
-{
-	int			device;
-	cudaStream_t stream[2];
-	int			nstreams;
-	cudaEvent_t ring_ev[RING_SLOTS];
-	int			nevents;
-	cudaEvent_t kev[2][2];		/* per stream: kernel start, end */
-	int			nkev;
-	void	   *dev[48];
-	int			ndev;
-	size_t		used;
-	size_t		limit;
-	void	   *host[8];
-	int			nhost;
-	/*
-	 * Stopping a kernel: the host copies *h_abort (pinned, 1) over *d_abort
-	 * (device memory, which kernels poll per work item) on a stream of its
-	 * own.  Kernels never read host memory: a read across the bus per item
-	 * would cost more than the item at low d.
-	 */
-	int		   *h_abort;
-	int		   *d_abort;
-	cudaStream_t abort_stream;
-	bool		have_abort_stream;
-	unsigned long long *h_bounds;
-	TcPair	   *out;
-	TcPair	   *ring;			/* RING_SLOTS x RING_CHUNK pinned pairs */
-	bool		ring_cached;	/* the process's ring, held by this join */
-};
-
-static TcPair *ring_cache;
-static std::atomic<int> ring_cache_busy;
-
-#define CHECK(call) \
-	do { \
-		cudaError_t rc_ = (call); \
-		if (rc_ != cudaSuccess) \
-			return gpu_error(err, #call, rc_); \
-	} while (0)
-
-static TcStatus
-gpu_error(TcError *err, const char *what, cudaError_t rc)
-{
-	/* Name the CUDA call, not its arguments. */
-	const char *paren = strchr(what, '(');
-	int			len = paren ? (int) (paren - what) : (int) strlen(what);
-
-	if (err)
-	{
-		err->status = TC_ERR_GPU;
-		snprintf(err->message, sizeof(err->message), "%.*s failed: %s", len, what,
-				 cudaGetErrorString(rc));
-	}
-	cudaGetLastError();
-	return TC_ERR_GPU;
-}
-
-static TcStatus
-dev_alloc(TcGpuJoin *g, void **ptr, size_t bytes, TcError *err)
-{
-	*ptr = NULL;
-	if (bytes == 0)
-		bytes = 8;
-	if (g->limit > 0 && g->used + bytes > g->limit)
-	{
-		if (err)
-		{
-			err->status = TC_ERR_NOMEM;
-			snprintf(err->message, sizeof(err->message),
-					 "tcjoin.gpu_memory_limit (%zu MB) is too small for this join: it needs more than %zu MB",
-					 g->limit >> 20, (g->used + bytes + (1 << 20) - 1) >> 20);
-		}
-		return TC_ERR_NOMEM;
-	}
-	if (g->ndev >= (int) (sizeof(g->dev) / sizeof(g->dev[0])))
-	{
-		if (err)
-		{
-			err->status = TC_ERR_INTERNAL;
-			snprintf(err->message, sizeof(err->message), "too many GPU allocations");
-		}
-		return TC_ERR_INTERNAL;
-	}
-	CHECK(cudaMalloc(ptr, bytes));
-	g->dev[g->ndev++] = *ptr;
-	g->used += bytes;
-	return TC_OK;
-}
-
-static void
-dev_free(TcGpuJoin *g, void *ptr)
-{
-	for (int i = 0; i < g->ndev; i++)
-		if (g->dev[i] == ptr)
-		{
-			cudaFree(ptr);
-			g->dev[i] = g->dev[--g->ndev];
-			return;
-		}
-}
-
-static TcStatus
-host_alloc(TcGpuJoin *g, void **ptr, size_t bytes, unsigned int flags, TcError *err)
-{
-	*ptr = NULL;
-	CHECK(cudaHostAlloc(ptr, bytes > 0 ? bytes : 8, flags));
-	g->host[g->nhost++] = *ptr;
-	return TC_OK;
-}
-
-/* Ask running kernels to stop at their next work item. */
-static void
-request_abort(TcGpuJoin *g)
-{
-	if (g->have_abort_stream && g->d_abort != NULL && g->h_abort != NULL)
-		cudaMemcpyAsync(g->d_abort, g->h_abort, sizeof(int), cudaMemcpyHostToDevice,
-						g->abort_stream);
-}
-
-extern "C" void
-tc_gpu_join_free(TcGpuJoin *g)
-{
-	if (g == NULL)
-		return;
-	request_abort(g);
-	if (g->have_abort_stream)
-	{
-		cudaStreamSynchronize(g->abort_stream);
-		cudaStreamDestroy(g->abort_stream);
-	}
-	for (int i = 0; i < g->nstreams; i++)
-	{
-		cudaStreamSynchronize(g->stream[i]);
-		cudaStreamDestroy(g->stream[i]);
-	}
-	for (int i = 0; i < g->nevents; i++)
-		cudaEventDestroy(g->ring_ev[i]);
-	for (int i = 0; i < g->nkev; i++)
-		cudaEventDestroy(g->kev[i / 2][i % 2]);
-	if (g->ring_cached)
-		ring_cache_busy.store(0);
-	for (int i = 0; i < g->ndev; i++)
-		cudaFree(g->dev[i]);
-	for (int i = 0; i < g->nhost; i++)
-		cudaFreeHost(g->host[i]);
-	free(g->h_bounds);
-	free(g->out);
-	cudaGetLastError();
-	free(g);
-}
-
-/*
- * Wait for a stream, polling the sink about every millisecond (the poll may
- * longjmp; tc_gpu_join_free then stops the kernel through the abort flag).
- */
-static TcStatus
-wait_stream(TcGpuJoin *g, cudaStream_t s, const TcSink *sink, TcError *err)
-{
-	double		next_poll = 0;
-
-	for (;;)
-	{
-		cudaError_t rc = cudaStreamQuery(s);
-
-		if (rc == cudaSuccess)
-			return TC_OK;
-		if (rc != cudaErrorNotReady)
-			return gpu_error(err, "cudaStreamQuery", rc);
-		if (sink->poll && tc_now() >= next_poll)
-		{
-			if (sink->poll(sink->arg) != 0)
-			{
-				request_abort(g);
-				return TC_STOPPED;
-			}
-			next_poll = tc_now() + 0.001;
-		}
-		usleep(20);
-	}
-}
-
-/* Hand the batch's pairs (already in TcPair layout) to the sink. */
-static TcStatus
-emit_pairs(const TcPair *pairs, size_t count, const TcSink *sink, TcJoinStats *stats)
-{
-	for (size_t i = 0; i < count; i += OUT_BATCH)
-	{
-		size_t		m = std::min((size_t) OUT_BATCH, count - i);
-
-		stats->pairs += m;
-		if (sink->emit(sink->arg, pairs + i, m) != 0)
-			return TC_STOPPED;
-	}
-	return TC_OK;
-}
-
-/* As wait_stream, for an event. */
-static TcStatus
-wait_event(TcGpuJoin *g, cudaEvent_t ev, const TcSink *sink, TcError *err)
-{
-	double		next_poll = 0;
-
-	for (;;)
-	{
-		cudaError_t rc = cudaEventQuery(ev);
-
-		if (rc == cudaSuccess)
-			return TC_OK;
-		if (rc != cudaErrorNotReady)
-			return gpu_error(err, "cudaEventQuery", rc);
-		if (sink->poll && tc_now() >= next_poll)
-		{
-			if (sink->poll(sink->arg) != 0)
-			{
-				request_abort(g);
-				return TC_STOPPED;
-			}
-			next_poll = tc_now() + 0.001;
-		}
-		usleep(10);
-	}
-}
-
-/* The pinned ring: the process's cached one when free, else this join's. */
-static TcStatus
-get_ring(TcGpuJoin *g, TcError *err)
-{
-	size_t		bytes = sizeof(TcPair) * (size_t) RING_CHUNK * RING_SLOTS;
-
-	if (ring_cache_busy.exchange(1) == 0)
-	{
-		if (ring_cache == NULL)
-		{
-			cudaError_t rc = cudaHostAlloc((void **) &ring_cache, bytes, cudaHostAllocDefault);
-
-			if (rc != cudaSuccess)
-			{
-				ring_cache = NULL;
-				ring_cache_busy.store(0);
-				return gpu_error(err, "cudaHostAlloc", rc);
-			}
-		}
-		g->ring = ring_cache;
-		g->ring_cached = true;
-	}
-	else
-	{
-		TcStatus	st;
-
-		if ((st = host_alloc(g, (void **) &g->ring, bytes, cudaHostAllocDefault, err)) != TC_OK)
-			return st;
-	}
-	for (int i = 0; i < RING_SLOTS; i++)
-	{
-		CHECK(cudaEventCreateWithFlags(&g->ring_ev[i], cudaEventDisableTiming));
-		g->nevents++;
-	}
-	return TC_OK;
-}
-
-/*
- * Bring a finished batch's count pairs to the host and the sink: chunk
- * copies on the batch's stream, up to RING_SLOTS in flight, each handed to
- * the sink as soon as it lands, in order.
- */
-static TcStatus
-drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsigned int count,
-	  const TcSink *sink, TcJoinStats *stats, TcError *err)
-{
-	unsigned int nchunks = (count + RING_CHUNK - 1) / RING_CHUNK;
-	unsigned int issued = 0;
-	TcStatus	st;
-
-	for (unsigned int done = 0; done < nchunks; done++)
-	{
-		while (issued < nchunks && issued - done < RING_SLOTS)
-		{
-			unsigned int slot = issued % RING_SLOTS;
-			size_t		off = (size_t) issued * RING_CHUNK;
-			size_t		m = std::min((size_t) RING_CHUNK, count - off);
-
-			CHECK(cudaMemcpyAsync(g->ring + (size_t) slot * RING_CHUNK, d_pairs + off,
-								  sizeof(PairDev) * m, cudaMemcpyDeviceToHost, s));
-			CHECK(cudaEventRecord(g->ring_ev[slot], s));
-			issued++;
-		}
-
-		unsigned int slot = done % RING_SLOTS;
-		size_t		off = (size_t) done * RING_CHUNK;
-		size_t		m = std::min((size_t) RING_CHUNK, count - off);
-
-		if ((st = wait_event(g, g->ring_ev[slot], sink, err)) != TC_OK)
-			return st;
-		if ((st = emit_pairs(g->ring + (size_t) slot * RING_CHUNK, m, sink, stats)) != TC_OK)
-			return st;
-	}
-	return TC_OK;
-}
-
 /*
  * Tensor cores or CUDA cores for the distances.  auto follows the
  * measurements in docs/performance.md.
@@ -1053,7 +644,7 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 				const TcGridPlan *plan, double thr, const TcSink *sink,
 				TcJoinStats *stats, TcError *err)
 {
-	TcGpuJoin  *g = (TcGpuJoin *) calloc(1, sizeof(TcGpuJoin));
+	TcGpuJoin  *g;
 	GridDev		gd;
 	unsigned int n;
 	void	   *d_raw;
@@ -1062,73 +653,15 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 	double		t0 = tc_now();
 	size_t		rowbytes = (size_t) a->d * (size_t) a->type;
 	unsigned int capacity;
-	int			ndev;
-	char		reason[256];
 
-	*handle = g;
-	if (g == NULL)
-	{
-		err->status = TC_ERR_NOMEM;
-		snprintf(err->message, sizeof(err->message), "out of memory");
-		return TC_ERR_NOMEM;
-	}
-	if (a->n >= (int64_t) INT32_MAX)
-	{
-		err->status = TC_ERR_INVALID;
-		snprintf(err->message, sizeof(err->message),
-				 "the GPU join takes at most %d points", INT32_MAX - 1);
-		return TC_ERR_INVALID;
-	}
-	n = (unsigned int) a->n;
-	ndev = tc_gpu_count(reason, sizeof(reason));
-	if (ndev < 1)
-	{
-		err->status = TC_ERR_NO_GPU;
-		snprintf(err->message, sizeof(err->message), "%s", reason);
-		return TC_ERR_NO_GPU;
-	}
-	g->device = 0;
-	g->limit = params->gpu_memory_limit;
-	CHECK(cudaSetDevice(g->device));
-	for (int i = 0; i < 2; i++)
-	{
-		CHECK(cudaStreamCreateWithFlags(&g->stream[i], cudaStreamNonBlocking));
-		g->nstreams++;
-	}
-	CHECK(cudaStreamCreateWithFlags(&g->abort_stream, cudaStreamNonBlocking));
-	g->have_abort_stream = true;
-	if ((st = host_alloc(g, (void **) &g->h_abort, sizeof(int), cudaHostAllocDefault, err)) != TC_OK ||
-		(st = dev_alloc(g, (void **) &g->d_abort, sizeof(int), err)) != TC_OK)
+	if ((st = gpu_join_begin(handle, a, params, sink, stats, err)) != TC_OK)
 		return st;
-	*g->h_abort = 1;
-	CHECK(cudaMemset(g->d_abort, 0, sizeof(int)));
-	stats->device = "gpu";
+	g = *handle;
+	n = (unsigned int) a->n;
 	stats->method = plan->k > 0 ? "grid" : "brute";
-	stats->threads = 1;
 	stats->grid_dims = plan->k;
 	for (int j = 0; j < plan->k; j++)
 		stats->grid_dim_ids[j] = plan->dims[j];
-
-	if (params->include_self)
-	{
-		/* (i, i, 0): the contract's sum of a point with itself is 0. */
-		g->out = (TcPair *) malloc(sizeof(TcPair) * OUT_BATCH);
-		if (g->out == NULL)
-			return TC_ERR_NOMEM;
-		for (int64_t i = 0; i < a->n; i += OUT_BATCH)
-		{
-			size_t		m = (size_t) std::min((int64_t) OUT_BATCH, a->n - i);
-
-			for (size_t t = 0; t < m; t++)
-			{
-				g->out[t].a = g->out[t].b = i + (int64_t) t;
-				g->out[t].dist = 0.0;
-			}
-			stats->pairs += m;
-			if (sink->emit(sink->arg, g->out, m) != 0)
-				return TC_STOPPED;
-		}
-	}
 	if (n < 2)
 	{
 		stats->index_seconds = tc_now() - t0;

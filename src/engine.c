@@ -213,10 +213,14 @@ run_gpu(TcJoin *join, TcError *err)
 	TcStatus	st;
 
 	/*
-	 * No brute-force choice here: on the GPU a candidate costs the same
-	 * whichever plan produced it, and a grid never has more candidates than
-	 * brute force.  (The GPU's own brute-force engine will change this.)
+	 * method => 'brute' takes the FP16 tensor-core brute force (unless
+	 * tcjoin.tensor_cores = off, which keeps FP64 CUDA cores: the grid
+	 * kernel over one cell).  auto takes the grid: a grid never has more
+	 * candidates than brute force.
 	 */
+	if (join->params.method == TC_METHOD_BRUTE && join->params.tensor_cores != TC_TENSOR_OFF)
+		return tc_gpu_brute_selfjoin(&join->gpu, &join->a, &join->params, join->thr,
+									 join->sink, &join->stats, err);
 	st = tc_grid_plan(join, false, &plan, err);
 	if (st != TC_OK)
 		return st;

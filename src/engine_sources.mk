@@ -3,7 +3,7 @@
 # the standalone tests and benchmarks.  gpu_none.c stands in for the CUDA
 # back ends in a build without them.
 TC_ENGINE_SRCS = engine.c grid_plan.c cpu_grid.c cpu_brute.c cpu_filter.c gpu_none.c
-TC_CUDA_SRCS = gpu_device.cu gpu_grid.cu
+TC_CUDA_SRCS = gpu_device.cu gpu_join.cu gpu_grid.cu gpu_brute.cu
 
 # Where CUDA is: nvcc on the PATH, else under CUDA_HOME.
 CUDA_HOME ?= /usr/local/cuda

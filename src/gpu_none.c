@@ -42,6 +42,21 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 	return TC_ERR_NO_GPU;
 }
 
+TcStatus
+tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params,
+					  double thr, const TcSink *sink, TcJoinStats *stats, TcError *err)
+{
+	(void) a;
+	(void) params;
+	(void) thr;
+	(void) sink;
+	(void) stats;
+	*handle = NULL;
+	err->status = TC_ERR_NO_GPU;
+	snprintf(err->message, sizeof(err->message), "%s", no_cuda);
+	return TC_ERR_NO_GPU;
+}
+
 void
 tc_gpu_join_free(TcGpuJoin *handle)
 {

@@ -310,6 +310,8 @@ make_points(const char *kind, int64_t n, int d)
 
 			if (strcmp(kind, "expo") == 0)
 				v = -log(1.0 - u) / 40.0;
+			else if (strcmp(kind, "fp16edge") == 0)
+				v = (next_u64() % 2 ? 6e4 : 1e-6) * (u - 0.5);	/* FP16's largest and smallest */
 			else if (strcmp(kind, "far") == 0)
 				v = 1e4 + u * 10;	/* far from the origin: float4 steps of 2^-10 */
 			else
@@ -374,6 +376,25 @@ failure_modes(void)
 		free(y);
 	}
 
+	/* Cancel during FP16 brute force: 300,000 points in 512 dimensions. */
+	{
+		int64_t		m = 300000;
+		float	   *y = make_points("uniform", m, 512);
+		TcPoints	q = {y, m, 512, TC_FLOAT4};
+		TcJoinParams slow = {.eps = 1.0, .method = TC_METHOD_BRUTE, .device = TC_DEVICE_GPU,
+			.tensor_cores = TC_TENSOR_ON, .exact = true, .threads = 1};
+
+		memset(&c, 0, sizeof(c));
+		t0 = tc_now();
+		c.stop_at = t0 + 0.3;
+		rc = run(&q, slow, &c, &st, &err);
+		report(rc == TC_STOPPED && c.stopped_at > 0 && tc_now() - c.stopped_at < 1.0,
+			   "cancel mid-join, FP16 brute force: status %s, %.3f s after the request (%.3f s in all)",
+			   tc_status_name(rc), c.stopped_at > 0 ? tc_now() - c.stopped_at : -1.0, tc_now() - t0);
+		free(c.pairs);
+		free(y);
+	}
+
 	/* A memory limit too small for the join: a clear error. */
 	memset(&c, 0, sizeof(c));
 	params.gpu_memory_limit = 1 << 20;
@@ -417,6 +438,93 @@ small_buffer(void)
 	}
 	free(c1.pairs);
 	free(x);
+
+	/* The same for brute force on the FP16 tensor cores (a tile at least). */
+	{
+		int64_t		m = 20000;
+		float	   *y = make_points("dups", m, 128);
+		TcPoints	q = {y, m, 128, TC_FLOAT4};
+		TcJoinParams cb = {.eps = eps_for(y, 5000, 128, 200), .method = TC_METHOD_BRUTE,
+			.device = TC_DEVICE_CPU, .exact = true, .threads = tc_cpu_count()};
+		TcJoinParams gb = cb;
+
+		memset(&c1, 0, sizeof(c1));
+		memset(&c2, 0, sizeof(c2));
+		gb.device = TC_DEVICE_GPU;
+		gb.tensor_cores = TC_TENSOR_ON;
+		gb.gpu_result_pairs = 4096;
+		run(&q, cb, &c1, &s1, &e);
+		if (run(&q, gb, &c2, &s2, &e) != TC_OK)
+			report(0, "small result buffer, FP16 brute force: %s", e.message);
+		else
+			report(same_pairs(&c1, &c2) && s2.gpu_batches > 1,
+				   "result buffer of one tile, FP16 brute force: cpu %zu pairs, gpu %zu pairs, %lld batches",
+				   c1.n, c2.n, (long long) s2.gpu_batches);
+		free(c1.pairs);
+		free(c2.pairs);
+		free(y);
+	}
+}
+
+/*
+ * Brute force on the FP16 tensor cores (method brute, tensor cores on)
+ * against the CPU at the dimensions of embeddings and images, with values
+ * at FP16's limits, far from the origin, duplicates, and eps equal to a
+ * pair's distance.  compare_case also runs tensor cores off (FP64 CUDA
+ * cores) on the same data.
+ */
+static void
+brute_cases(bool quick, double seconds, double start)
+{
+	static const int dims[] = {16, 100, 128, 384, 784, 960, 1024, 4096};
+	static const char *const kinds[] = {"uniform", "fp16edge", "far", "dups"};
+
+	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
+		for (size_t ki = 0; ki < sizeof(kinds) / sizeof(kinds[0]); ki++)
+		{
+			int			d = dims[di];
+			int64_t		n = d >= 4096 ? 6000 : quick ? 8000 : 20000;
+			float	   *x;
+			double		best = INFINITY;
+
+			if (quick && ki > 1 && d != 784)
+				continue;
+			if (seconds > 0 && tc_now() - start > seconds)
+			{
+				printf("time is up: brute force d = %d %s and later cases not run\n", d, kinds[ki]);
+				return;
+			}
+			x = make_points(kinds[ki], n, d);
+			compare_case(kinds[ki], n, d, eps_for(x, n < 5000 ? n : 5000, d, 16), false,
+						 TC_METHOD_BRUTE, x, TC_FLOAT4);
+			for (int64_t i = 1; i < n && i < 2000; i++)
+			{
+				double		t = 0;
+
+				for (int j = 0; j < d; j++)
+				{
+					double		u = (double) x[j] - (double) x[i * d + j];
+
+					t += u * u;
+				}
+				if (t > 0 && t < best)
+					best = t;
+			}
+			if (isfinite(best))
+				compare_case(kinds[ki], n, d, sqrt(best), ki == 0, TC_METHOD_BRUTE, x, TC_FLOAT4);
+			if (ki == 0 && d <= 1024)
+			{
+				/* float8 input, not representable in FP16 */
+				double	   *x8 = malloc(sizeof(double) * n * d);
+
+				for (int64_t i = 0; i < n * d; i++)
+					x8[i] = (double) x[i] + unit() * 1e-9;
+				compare_case("uniform", n, d, eps_for(x, n < 5000 ? n : 5000, d, 64), false,
+							 TC_METHOD_BRUTE, x8, TC_FLOAT8);
+				free(x8);
+			}
+			free(x);
+		}
 }
 
 int
@@ -451,6 +559,7 @@ main(int argc, char **argv)
 	failure_modes();
 
 	start = tc_now();
+	brute_cases(quick, seconds / 2, start);
 	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
 		for (size_t ki = 0; ki < sizeof(kinds) / sizeof(kinds[0]); ki++)
 		{

@@ -52,7 +52,7 @@ if [ -n "$STRESS" ]; then
     . src/engine_sources.mk 2>/dev/null || true
     cc -std=gnu11 -O2 -g -Wall -Werror -ffp-contract=off -pthread -Isrc -Icuda \
         -o "$OUT/gpu_vs_cpu" test/gpu/gpu_vs_cpu.c src/engine.c src/grid_plan.c src/cpu_grid.c \
-        src/cpu_brute.c src/cpu_filter.c cuda/gpu_device.o cuda/gpu_grid.o \
+        src/cpu_brute.c src/cpu_filter.c cuda/gpu_device.o cuda/gpu_join.o cuda/gpu_grid.o cuda/gpu_brute.o \
         -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
     timeout 400 "$OUT/gpu_vs_cpu" $QUICK --seconds "${STRESS_SECONDS:-200}" | tee "$OUT/gpu_vs_cpu.log"
     line=$(tail -1 "$OUT/gpu_vs_cpu.log")

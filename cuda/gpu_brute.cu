@@ -1,0 +1,620 @@
+/*
+ * gpu_brute.cu
+ *		Exact brute-force self-join on FP16 tensor cores (FaSTED's scheme,
+ *		made exact and symmetric).
+ *
+ * Preparation, on the device: the points' mean (the centre), the largest
+ * centred coordinate (which fixes the power-of-two scale, fp16_filter.h),
+ * then per point its FP16 coordinates h (rows padded to a multiple of 16
+ * with zeros), hn = |h|^2 and the radius R that bounds what FP16 rounding,
+ * centring and eps allow.
+ *
+ * The join: 128 x 128 tiles of point pairs, only those on or above the
+ * diagonal (each unordered pair once).  A block of four warps (2 x 2, each
+ * 64 x 64) stages 32 FP16 dimensions of both tiles in shared memory at a
+ * time and runs mma.sync m16n8k16 (FP16 inputs, FP32 accumulation) over
+ * them.  The epilogue drops every pair that tc_f16_reject proves to lie
+ * beyond eps; the rest go through the contract's exact float8 sum on the
+ * input coordinates, which decides and gives dist.  Blocks take tiles from
+ * an atomic counter; pairs are staged per warp and appended with one atomic
+ * per stage into a bounded buffer, and a batch of tiles that overflows it is
+ * rerun smaller (gpu_join.h), so no pair is lost.
+ *
+ * This first version loads tiles with plain 16-byte loads and fragments
+ * with 32-bit shared-memory loads (the padded rows make both conflict-free);
+ * cp.async pipelining, ldmatrix and Hopper's wgmma come next, measured
+ * against it.
+ */
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "gpu_join.h"
+#include "fp16_filter.h"
+
+#define BT 128					/* tile: points per side */
+#define KT 32					/* FP16 dimensions staged per step */
+#define SROW (KT + 8)			/* padded shared row, in halves */
+#define BRUTE_THREADS 128		/* 2 x 2 warps of 64 x 64 */
+#define BRUTE_WARPS (BRUTE_THREADS / WARP)
+
+#define BRUTE_CAPACITY (8u << 20)	/* result buffer, pairs */
+#define BRUTE_MIN_CAPACITY (BT * BT)	/* one tile's pairs, at least */
+#define BRUTE_BATCH_PAIRS 4e9	/* candidate pairs per batch at most */
+
+struct BruteDev
+{
+	const __half *h;			/* npad x dpad */
+	const float *hn;			/* npad */
+	const float *R;				/* npad */
+	const void *x;				/* n x d, the caller's coordinates */
+	unsigned int n;
+	unsigned int ntiles;
+	int			d;
+	int			dpad;
+	double		thr;
+	float		kappa;
+};
+
+struct BruteBatch
+{
+	unsigned long long lo;		/* tile pairs [lo, hi) */
+	unsigned long long hi;
+	unsigned long long *queue;
+	PairDev    *pairs;
+	unsigned int capacity;
+	unsigned int *count;
+	unsigned int *overflow;
+	unsigned long long *candidates;
+	unsigned long long *rechecked;
+	const volatile int *abort;
+};
+
+/* ---------- preparation ---------- */
+
+/* Column sums into c (atomics: any centre is correct, the mean is small). */
+template <typename T>
+__global__ void
+centre_kernel(const T *x, unsigned int n, int d, double *c)
+{
+	int			k = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (k >= d)
+		return;
+	for (size_t i0 = (size_t) blockIdx.y * 1024; i0 < n; i0 += (size_t) gridDim.y * 1024)
+	{
+		double		s = 0.0;
+
+		for (size_t i = i0; i < n && i < i0 + 1024; i++)
+			s += (double) x[i * d + k];
+		atomicAdd(&c[k], s / (double) n);
+	}
+}
+
+/* The largest |fl(x - c)|, as the bits of a non-negative double. */
+template <typename T>
+__global__ void
+maxabs_kernel(const T *x, unsigned int n, int d, const double *c, unsigned long long *out)
+{
+	size_t		t = (size_t) blockIdx.x * blockDim.x + threadIdx.x;
+	size_t		stride = (size_t) gridDim.x * blockDim.x;
+	double		m = 0.0;
+
+	for (; t < (size_t) n * d; t += stride)
+		m = fmax(m, fabs(__dsub_rn((double) x[t], c[t % d])));
+	for (int off = WARP / 2; off > 0; off /= 2)
+		m = fmax(m, __shfl_down_sync(FULL_MASK, m, off));
+	if (threadIdx.x % WARP == 0)
+		atomicMax(out, (unsigned long long) __double_as_longlong(m));
+}
+
+/* One warp per point: h, hn and R (fp16_filter.h); padding rows are zero. */
+template <typename T>
+__global__ void
+convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int dpad,
+			   const double *c, TcF16Plan plan, __half *h, float *hn, float *R)
+{
+	unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x) / WARP;
+	int			lane = threadIdx.x % WARP;
+	double		hn2 = 0.0,
+				r2 = 0.0,
+				y2 = 0.0;
+
+	if (i >= npad)
+		return;
+	for (int k = lane; k < dpad; k += WARP)
+	{
+		double		hk = 0.0;
+
+		if (i < n && k < d)
+		{
+			double		sy = __dmul_rn(plan.sigma, __dsub_rn((double) x[(size_t) i * d + k], c[k]));
+			double		ek;
+
+			hk = tc_f16_round(sy);
+			ek = __dsub_rn(hk, sy);
+			hn2 = __dadd_rn(hn2, __dmul_rn(hk, hk));
+			r2 = __dadd_rn(r2, __dmul_rn(ek, ek));
+			y2 = __dadd_rn(y2, __dmul_rn(sy, sy));
+		}
+		h[(size_t) i * dpad + k] = __double2half(hk);	/* exact: hk is an FP16 value */
+	}
+	for (int off = WARP / 2; off > 0; off /= 2)
+	{
+		hn2 += __shfl_down_sync(FULL_MASK, hn2, off);
+		r2 += __shfl_down_sync(FULL_MASK, r2, off);
+		y2 += __shfl_down_sync(FULL_MASK, y2, off);
+	}
+	if (lane == 0)
+	{
+		if (i < n)
+			tc_f16_finish(&plan, d, hn2, r2, y2, &hn[i], &R[i]);
+		else
+			hn[i] = R[i] = 0.0f;
+	}
+}
+
+/* ---------- the join ---------- */
+
+/* Tile pair t of the upper triangle, row by row: (bi, bj), bi <= bj. */
+__device__ __forceinline__ void
+tile_of(unsigned long long t, unsigned int nt, unsigned int *bi, unsigned int *bj)
+{
+	/* Row r starts at r nt - r (r - 1) / 2; solve, then correct rounding. */
+	double		b = 2.0 * nt + 1.0;
+	long long	r = (long long) ((b - sqrt(b * b - 8.0 * (double) t)) / 2.0);
+	auto		start = [nt] (long long q) {
+		return (unsigned long long) (q * (long long) nt - q * (q - 1) / 2);
+	};
+
+	if (r < 0)
+		r = 0;
+	while (r > 0 && start(r) > t)
+		r--;
+	while (r + 1 < (long long) nt && start(r + 1) <= t)
+		r++;
+	*bi = (unsigned int) r;
+	*bj = (unsigned int) (r + (long long) (t - start(r)));
+}
+
+__device__ __forceinline__ void
+mma_f16(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+				 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+				 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+template <typename T>
+__global__ void
+__launch_bounds__(BRUTE_THREADS)
+brute_kernel(BruteDev g, BruteBatch b)
+{
+	__shared__ __align__(16) __half sa[BT * SROW];
+	__shared__ __align__(16) __half sb[BT * SROW];
+	__shared__ Stage stages[BRUTE_WARPS];
+	__shared__ unsigned long long s_tile;
+	const int	tid = threadIdx.x;
+	const int	lane = tid % WARP;
+	const int	warp = tid / WARP;
+	const int	wm = warp >> 1;
+	const int	wn = warp & 1;
+	const int	gr = lane >> 2;
+	const int	tg = lane & 3;
+	const T    *x = (const T *) g.x;
+	Stage	   &st = stages[warp];
+	int			nst = 0;
+	unsigned long long cand = 0,
+				rech = 0;
+
+	for (;;)
+	{
+		__syncthreads();
+		if (tid == 0)
+			s_tile = b.lo + atomicAdd(b.queue, 1ull);
+		__syncthreads();
+
+		unsigned long long t = s_tile;
+
+		if (t >= b.hi || *(volatile unsigned int *) b.overflow != 0 || *b.abort != 0)
+			break;
+
+		unsigned int bi,
+					bj;
+		float		acc[4][8][4];
+
+		tile_of(t, g.ntiles, &bi, &bj);
+#pragma unroll
+		for (int mf = 0; mf < 4; mf++)
+#pragma unroll
+			for (int nf = 0; nf < 8; nf++)
+#pragma unroll
+				for (int e = 0; e < 4; e++)
+					acc[mf][nf][e] = 0.0f;
+
+		for (int k0 = 0; k0 < g.dpad; k0 += KT)
+		{
+			__syncthreads();
+			/* Both tiles' rows, KT halves each, 16 bytes a load. */
+			for (int v = tid; v < BT * (KT / 8); v += BRUTE_THREADS)
+			{
+				int			row = v / (KT / 8);
+				int			c8 = v % (KT / 8);
+				int			kk = k0 + c8 * 8;
+				uint4		va = make_uint4(0, 0, 0, 0),
+							vb = make_uint4(0, 0, 0, 0);
+
+				if (kk < g.dpad)
+				{
+					va = *(const uint4 *) (g.h + ((size_t) bi * BT + row) * g.dpad + kk);
+					vb = *(const uint4 *) (g.h + ((size_t) bj * BT + row) * g.dpad + kk);
+				}
+				*(uint4 *) (sa + row * SROW + c8 * 8) = va;
+				*(uint4 *) (sb + row * SROW + c8 * 8) = vb;
+			}
+			__syncthreads();
+#pragma unroll
+			for (int ks = 0; ks < KT; ks += 16)
+			{
+				uint32_t	af[4][4],
+							bf[8][2];
+
+				if (k0 + ks >= g.dpad)
+					break;
+#pragma unroll
+				for (int mf = 0; mf < 4; mf++)
+				{
+					const __half *r0 = sa + (wm * 64 + mf * 16 + gr) * SROW + ks + 2 * tg;
+
+					af[mf][0] = *(const uint32_t *) r0;
+					af[mf][1] = *(const uint32_t *) (r0 + 8 * SROW);
+					af[mf][2] = *(const uint32_t *) (r0 + 8);
+					af[mf][3] = *(const uint32_t *) (r0 + 8 * SROW + 8);
+				}
+#pragma unroll
+				for (int nf = 0; nf < 8; nf++)
+				{
+					const __half *c0 = sb + (wn * 64 + nf * 8 + gr) * SROW + ks + 2 * tg;
+
+					bf[nf][0] = *(const uint32_t *) c0;
+					bf[nf][1] = *(const uint32_t *) (c0 + 8);
+				}
+#pragma unroll
+				for (int mf = 0; mf < 4; mf++)
+#pragma unroll
+					for (int nf = 0; nf < 8; nf++)
+						mma_f16(acc[mf][nf], af[mf], bf[nf]);
+			}
+		}
+
+		/*
+		 * Epilogue.  First, unrolled (so acc stays in registers), the bound
+		 * drops what is certainly beyond eps; survivors are bits of keep,
+		 * bit ((mf * 2 + hf) * 8 + nf) * 2 + e.  Then each lane checks its
+		 * survivors exactly, one a round, the warp staging hits together.
+		 */
+		uint32_t	keep[4] = {0, 0, 0, 0};
+		float		hn_c[8][2],
+					R_c[8][2];
+		const unsigned int row0 = bi * BT + wm * 64 + gr;
+		const unsigned int col0 = bj * BT + wn * 64 + 2 * tg;
+
+#pragma unroll
+		for (int nf = 0; nf < 8; nf++)
+#pragma unroll
+			for (int e = 0; e < 2; e++)
+			{
+				hn_c[nf][e] = g.hn[col0 + nf * 8 + e];
+				R_c[nf][e] = g.R[col0 + nf * 8 + e];
+			}
+#pragma unroll
+		for (int mf = 0; mf < 4; mf++)
+#pragma unroll
+			for (int hf = 0; hf < 2; hf++)
+			{
+				unsigned int i = row0 + mf * 16 + 8 * hf;
+				float		hn_r = g.hn[i],
+							R_r = g.R[i];
+
+#pragma unroll
+				for (int nf = 0; nf < 8; nf++)
+#pragma unroll
+					for (int e = 0; e < 2; e++)
+					{
+						unsigned int j = col0 + nf * 8 + e;
+						int			bit = ((mf * 2 + hf) * 8 + nf) * 2 + e;
+						bool		valid = i < g.n && j < g.n && (bi != bj || j > i);
+
+						cand += valid;
+						if (valid && !tc_f16_reject(acc[mf][nf][hf * 2 + e], hn_r, hn_c[nf][e],
+													R_r, R_c[nf][e], g.kappa))
+							keep[bit >> 5] |= 1u << (bit & 31);
+					}
+			}
+		rech += __popc(keep[0]) + __popc(keep[1]) + __popc(keep[2]) + __popc(keep[3]);
+		for (;;)
+		{
+			int			bit = -1;
+			bool		hit = false;
+			double		s = 0.0;
+			unsigned int i = 0,
+						j = 0;
+
+			for (int w = 0; w < 4 && bit < 0; w++)
+				if (keep[w] != 0)
+				{
+					int			lo = __ffs(keep[w]) - 1;
+
+					keep[w] &= keep[w] - 1;
+					bit = w * 32 + lo;
+				}
+			if (!__any_sync(FULL_MASK, bit >= 0))
+				break;
+			if (bit >= 0)
+			{
+				int			e = bit & 1,
+							nf = (bit >> 1) & 7,
+							hf = (bit >> 4) & 1,
+							mf = bit >> 5;
+
+				i = row0 + mf * 16 + 8 * hf;
+				j = col0 + nf * 8 + e;
+				hit = contract_within(x + (size_t) i * g.d, x + (size_t) j * g.d, g.d, g.thr, &s);
+			}
+			stage_hit(b, st, nst, lane, hit, i, j, s,
+					  [] (unsigned int p) { return (long long) p; });
+		}
+	}
+	flush_stage(st, nst, b, lane);
+	for (int off = WARP / 2; off > 0; off /= 2)
+	{
+		cand += __shfl_down_sync(FULL_MASK, cand, off);
+		rech += __shfl_down_sync(FULL_MASK, rech, off);
+	}
+	if (lane == 0)
+	{
+		atomicAdd(b.candidates, cand);
+		atomicAdd(b.rechecked, rech);
+	}
+}
+
+/* ---------- host ---------- */
+
+template <typename T>
+static TcStatus
+prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &plan,
+		unsigned int npad, TcError *err)
+{
+	unsigned int n = (unsigned int) a->n;
+	int			d = a->d;
+	double	   *d_c;
+	unsigned long long *d_max,
+				maxbits = 0;
+	double		maxabs;
+	__half	   *d_h;
+	float	   *d_hn,
+			   *d_R;
+	TcStatus	st;
+	cudaStream_t s = g->stream[0];
+
+	if ((st = dev_alloc(g, (void **) &d_c, sizeof(double) * d, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_max, sizeof(*d_max), err)) != TC_OK)
+		return st;
+	CHECK(cudaMemsetAsync(d_c, 0, sizeof(double) * d, s));
+	CHECK(cudaMemsetAsync(d_max, 0, sizeof(*d_max), s));
+	centre_kernel<T><<<dim3((d + 127) / 128, std::min(4096u, (n + 1023) / 1024)), 128, 0, s>>>(
+		(const T *) bd.x, n, d, d_c);
+	CHECK(cudaGetLastError());
+	maxabs_kernel<T><<<1024, 256, 0, s>>>((const T *) bd.x, n, d, d_c, d_max);
+	CHECK(cudaGetLastError());
+	CHECK(cudaMemcpyAsync(&maxbits, d_max, sizeof(maxbits), cudaMemcpyDeviceToHost, s));
+	CHECK(cudaStreamSynchronize(s));
+	memcpy(&maxabs, &maxbits, sizeof(maxabs));
+	tc_f16_plan(&plan, d, thr, maxabs);
+
+	if ((st = dev_alloc(g, (void **) &d_h, sizeof(__half) * (size_t) npad * plan.dpad, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_hn, sizeof(float) * npad, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_R, sizeof(float) * npad, err)) != TC_OK)
+		return st;
+	convert_kernel<T><<<(unsigned int) (((size_t) npad * WARP + 255) / 256), 256, 0, s>>>(
+		(const T *) bd.x, n, npad, d, plan.dpad, d_c, plan, d_h, d_hn, d_R);
+	CHECK(cudaGetLastError());
+	CHECK(cudaStreamSynchronize(s));
+	dev_free(g, d_c);
+	dev_free(g, d_max);
+	bd.h = d_h;
+	bd.hn = d_hn;
+	bd.R = d_R;
+	bd.dpad = plan.dpad;
+	bd.kappa = plan.kappa;
+	return TC_OK;
+}
+
+extern "C" TcStatus
+tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params,
+					  double thr, const TcSink *sink, TcJoinStats *stats, TcError *err)
+{
+	TcGpuJoin  *g;
+	TcStatus	st;
+	double		t0 = tc_now();
+	unsigned int n,
+				npad;
+	size_t		rowbytes = (size_t) a->d * (size_t) a->type;
+	void	   *d_x;
+	BruteDev	bd;
+	TcF16Plan	plan;
+	unsigned int capacity;
+	int			major = 0,
+				sms = 0;
+
+	if ((st = gpu_join_begin(handle, a, params, sink, stats, err)) != TC_OK)
+		return st;
+	g = *handle;
+	stats->method = "brute";
+	stats->tensor_cores = true;
+	n = (unsigned int) a->n;
+	if (n < 2)
+	{
+		stats->index_seconds = tc_now() - t0;
+		return TC_OK;
+	}
+	CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, g->device));
+	CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->device));
+	if (major < 8)
+	{
+		err->status = TC_ERR_INVALID;
+		snprintf(err->message, sizeof(err->message),
+				 "FP16 tensor cores need a GPU of compute capability 8.0 or higher");
+		return TC_ERR_INVALID;
+	}
+	npad = (n + BT - 1) / BT * BT;
+
+	/* The caller's coordinates stay on the device for the exact check. */
+	memset(&bd, 0, sizeof(bd));
+	if ((st = dev_alloc(g, &d_x, rowbytes * n, err)) != TC_OK)
+		return st;
+	CHECK(cudaMemcpyAsync(d_x, a->data, rowbytes * n, cudaMemcpyHostToDevice, g->stream[0]));
+	bd.x = d_x;
+	bd.n = n;
+	bd.d = a->d;
+	bd.thr = thr;
+	bd.ntiles = npad / BT;
+	st = a->type == TC_FLOAT4 ? prepare<float>(g, a, thr, bd, plan, npad, err) :
+		prepare<double>(g, a, thr, bd, plan, npad, err);
+	if (st != TC_OK)
+		return st;
+
+	/* Result buffers, counters, the ring. */
+	PairDev    *d_pairs[2];
+	unsigned int *d_meta[2],
+			   *h_meta[2];		/* count, overflow */
+	unsigned long long *d_cnt;	/* candidates, rechecked, queue x 2 */
+
+	capacity = BRUTE_CAPACITY;
+	if (params->gpu_result_pairs > 0)
+		capacity = (unsigned int) std::min((size_t) capacity, params->gpu_result_pairs);
+	if (g->limit > 0)
+	{
+		size_t		room = g->limit > g->used ? g->limit - g->used : 0;
+
+		while (capacity > BRUTE_MIN_CAPACITY && (size_t) capacity * 2 * sizeof(PairDev) > room)
+			capacity /= 2;
+	}
+	capacity = std::max(capacity, (unsigned int) BRUTE_MIN_CAPACITY);
+	for (int i = 0; i < 2; i++)
+	{
+		if ((st = dev_alloc(g, (void **) &d_pairs[i], sizeof(PairDev) * capacity, err)) != TC_OK ||
+			(st = dev_alloc(g, (void **) &d_meta[i], sizeof(unsigned int) * 2, err)) != TC_OK ||
+			(st = host_alloc(g, (void **) &h_meta[i], sizeof(unsigned int) * 2, cudaHostAllocDefault, err)) != TC_OK)
+			return st;
+	}
+	if ((st = dev_alloc(g, (void **) &d_cnt, sizeof(*d_cnt) * 4, err)) != TC_OK ||
+		(st = get_ring(g, err)) != TC_OK)
+		return st;
+	CHECK(cudaMemset(d_cnt, 0, sizeof(*d_cnt) * 4));
+	stats->index_seconds = tc_now() - t0;
+
+	/*
+	 * Batches of tile pairs: as many as should fit the buffer at the rate
+	 * of pairs per candidate seen so far (at first, one tile's worth).
+	 */
+	double		t1 = tc_now();
+	unsigned long long ntp = (unsigned long long) bd.ntiles * (bd.ntiles + 1) / 2;
+	unsigned long long lo = 0;
+	double		rate = 1.0;
+	int			pending = -1,
+				cur = 0;
+
+	while (lo < ntp || pending >= 0)
+	{
+		int			launched = -1;
+		unsigned long long hi = lo;
+
+		if (lo < ntp)
+		{
+			double		per_tile = (double) BT * BT;
+			unsigned long long want = (unsigned long long) std::max(1.0,
+																	std::min(0.8 * capacity / (per_tile * rate),
+																			 BRUTE_BATCH_PAIRS / per_tile));
+			BruteBatch	bb;
+			cudaStream_t s = g->stream[cur];
+
+			hi = std::min(ntp, lo + want);
+			bb.lo = lo;
+			bb.hi = hi;
+			bb.queue = d_cnt + 2 + cur;
+			bb.pairs = d_pairs[cur];
+			bb.capacity = capacity;
+			bb.count = d_meta[cur];
+			bb.overflow = d_meta[cur] + 1;
+			bb.candidates = d_cnt;
+			bb.rechecked = d_cnt + 1;
+			bb.abort = g->d_abort;
+			CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 2, s));
+			CHECK(cudaMemsetAsync(d_cnt + 2 + cur, 0, sizeof(*d_cnt), s));
+			if (a->type == TC_FLOAT4)
+				brute_kernel<float><<<(unsigned int) std::min((unsigned long long) sms * 4, hi - lo),
+					BRUTE_THREADS, 0, s>>>(bd, bb);
+			else
+				brute_kernel<double><<<(unsigned int) std::min((unsigned long long) sms * 4, hi - lo),
+					BRUTE_THREADS, 0, s>>>(bd, bb);
+			CHECK(cudaGetLastError());
+			CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 2,
+								  cudaMemcpyDeviceToHost, s));
+			launched = cur;
+			stats->gpu_batches++;
+		}
+		if (pending >= 0)
+		{
+			double		td = tc_now();
+
+			if ((st = drain(g, g->stream[pending], d_pairs[pending], h_meta[pending][0],
+							sink, stats, err)) != TC_OK)
+				return st;
+			stats->gpu_drain_seconds += tc_now() - td;
+			pending = -1;
+		}
+		if (launched >= 0)
+		{
+			double		tw = tc_now();
+
+			if ((st = wait_stream(g, g->stream[launched], sink, err)) != TC_OK)
+				return st;
+			stats->gpu_wait_seconds += tc_now() - tw;
+			if (h_meta[launched][1] != 0)
+			{
+				/* Overflow: rerun fewer tiles; the rate was too low. */
+				rate = std::min(1.0, rate * 4);
+				if (hi - lo == 1)
+				{
+					err->status = TC_ERR_INTERNAL;
+					snprintf(err->message, sizeof(err->message),
+							 "a GPU tile overflowed its result buffer");
+					return TC_ERR_INTERNAL;
+				}
+				continue;
+			}
+			rate = std::min(1.0, std::max(1e-7, 1.5 * h_meta[launched][0] /
+										  ((double) (hi - lo) * BT * BT)));
+			pending = launched;
+			cur ^= 1;
+			lo = hi;
+		}
+	}
+	{
+		unsigned long long cnt[2] = {0, 0};
+
+		CHECK(cudaMemcpy(cnt, d_cnt, sizeof(cnt), cudaMemcpyDeviceToHost));
+		stats->candidates = cnt[0];
+		stats->rechecked = cnt[1];
+	}
+	stats->join_seconds = tc_now() - t1;
+	return TC_OK;
+}

@@ -1,0 +1,347 @@
+/*
+ * gpu_join.cu
+ *		Host code the GPU joins share (see gpu_join.h).
+ */
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+#include "gpu_join.h"
+
+static TcPair *ring_cache;
+static std::atomic<int> ring_cache_busy;
+
+TcStatus
+gpu_error(TcError *err, const char *what, cudaError_t rc)
+{
+	/* Name the CUDA call, not its arguments. */
+	const char *paren = strchr(what, '(');
+	int			len = paren ? (int) (paren - what) : (int) strlen(what);
+
+	if (err)
+	{
+		err->status = TC_ERR_GPU;
+		snprintf(err->message, sizeof(err->message), "%.*s failed: %s", len, what,
+				 cudaGetErrorString(rc));
+	}
+	cudaGetLastError();
+	return TC_ERR_GPU;
+}
+
+TcStatus
+dev_alloc(TcGpuJoin *g, void **ptr, size_t bytes, TcError *err)
+{
+	*ptr = NULL;
+	if (bytes == 0)
+		bytes = 8;
+	if (g->limit > 0 && g->used + bytes > g->limit)
+	{
+		if (err)
+		{
+			err->status = TC_ERR_NOMEM;
+			snprintf(err->message, sizeof(err->message),
+					 "tcjoin.gpu_memory_limit (%zu MB) is too small for this join: it needs more than %zu MB",
+					 g->limit >> 20, (g->used + bytes + (1 << 20) - 1) >> 20);
+		}
+		return TC_ERR_NOMEM;
+	}
+	if (g->ndev >= (int) (sizeof(g->dev) / sizeof(g->dev[0])))
+	{
+		if (err)
+		{
+			err->status = TC_ERR_INTERNAL;
+			snprintf(err->message, sizeof(err->message), "too many GPU allocations");
+		}
+		return TC_ERR_INTERNAL;
+	}
+	CHECK(cudaMalloc(ptr, bytes));
+	g->dev[g->ndev++] = *ptr;
+	g->used += bytes;
+	return TC_OK;
+}
+
+void
+dev_free(TcGpuJoin *g, void *ptr)
+{
+	for (int i = 0; i < g->ndev; i++)
+		if (g->dev[i] == ptr)
+		{
+			cudaFree(ptr);
+			g->dev[i] = g->dev[--g->ndev];
+			return;
+		}
+}
+
+TcStatus
+host_alloc(TcGpuJoin *g, void **ptr, size_t bytes, unsigned int flags, TcError *err)
+{
+	*ptr = NULL;
+	CHECK(cudaHostAlloc(ptr, bytes > 0 ? bytes : 8, flags));
+	g->host[g->nhost++] = *ptr;
+	return TC_OK;
+}
+
+/* Ask running kernels to stop at their next work item. */
+void
+request_abort(TcGpuJoin *g)
+{
+	if (g->have_abort_stream && g->d_abort != NULL && g->h_abort != NULL)
+		cudaMemcpyAsync(g->d_abort, g->h_abort, sizeof(int), cudaMemcpyHostToDevice,
+						g->abort_stream);
+}
+
+extern "C" void
+tc_gpu_join_free(TcGpuJoin *g)
+{
+	if (g == NULL)
+		return;
+	request_abort(g);
+	if (g->have_abort_stream)
+	{
+		cudaStreamSynchronize(g->abort_stream);
+		cudaStreamDestroy(g->abort_stream);
+	}
+	for (int i = 0; i < g->nstreams; i++)
+	{
+		cudaStreamSynchronize(g->stream[i]);
+		cudaStreamDestroy(g->stream[i]);
+	}
+	for (int i = 0; i < g->nevents; i++)
+		cudaEventDestroy(g->ring_ev[i]);
+	for (int i = 0; i < g->nkev; i++)
+		cudaEventDestroy(g->kev[i / 2][i % 2]);
+	if (g->ring_cached)
+		ring_cache_busy.store(0);
+	for (int i = 0; i < g->ndev; i++)
+		cudaFree(g->dev[i]);
+	for (int i = 0; i < g->nhost; i++)
+		cudaFreeHost(g->host[i]);
+	free(g->h_bounds);
+	free(g->out);
+	cudaGetLastError();
+	free(g);
+}
+
+/*
+ * Wait for a stream, polling the sink about every millisecond (the poll may
+ * longjmp; tc_gpu_join_free then stops the kernel through the abort flag).
+ */
+TcStatus
+wait_stream(TcGpuJoin *g, cudaStream_t s, const TcSink *sink, TcError *err)
+{
+	double		next_poll = 0;
+
+	for (;;)
+	{
+		cudaError_t rc = cudaStreamQuery(s);
+
+		if (rc == cudaSuccess)
+			return TC_OK;
+		if (rc != cudaErrorNotReady)
+			return gpu_error(err, "cudaStreamQuery", rc);
+		if (sink->poll && tc_now() >= next_poll)
+		{
+			if (sink->poll(sink->arg) != 0)
+			{
+				request_abort(g);
+				return TC_STOPPED;
+			}
+			next_poll = tc_now() + 0.001;
+		}
+		usleep(20);
+	}
+}
+
+/* Hand the batch's pairs (already in TcPair layout) to the sink. */
+TcStatus
+emit_pairs(const TcPair *pairs, size_t count, const TcSink *sink, TcJoinStats *stats)
+{
+	for (size_t i = 0; i < count; i += OUT_BATCH)
+	{
+		size_t		m = std::min((size_t) OUT_BATCH, count - i);
+
+		stats->pairs += m;
+		if (sink->emit(sink->arg, pairs + i, m) != 0)
+			return TC_STOPPED;
+	}
+	return TC_OK;
+}
+
+/* As wait_stream, for an event. */
+TcStatus
+wait_event(TcGpuJoin *g, cudaEvent_t ev, const TcSink *sink, TcError *err)
+{
+	double		next_poll = 0;
+
+	for (;;)
+	{
+		cudaError_t rc = cudaEventQuery(ev);
+
+		if (rc == cudaSuccess)
+			return TC_OK;
+		if (rc != cudaErrorNotReady)
+			return gpu_error(err, "cudaEventQuery", rc);
+		if (sink->poll && tc_now() >= next_poll)
+		{
+			if (sink->poll(sink->arg) != 0)
+			{
+				request_abort(g);
+				return TC_STOPPED;
+			}
+			next_poll = tc_now() + 0.001;
+		}
+		usleep(10);
+	}
+}
+
+/* The pinned ring: the process's cached one when free, else this join's. */
+TcStatus
+get_ring(TcGpuJoin *g, TcError *err)
+{
+	size_t		bytes = sizeof(TcPair) * (size_t) RING_CHUNK * RING_SLOTS;
+
+	if (ring_cache_busy.exchange(1) == 0)
+	{
+		if (ring_cache == NULL)
+		{
+			cudaError_t rc = cudaHostAlloc((void **) &ring_cache, bytes, cudaHostAllocDefault);
+
+			if (rc != cudaSuccess)
+			{
+				ring_cache = NULL;
+				ring_cache_busy.store(0);
+				return gpu_error(err, "cudaHostAlloc", rc);
+			}
+		}
+		g->ring = ring_cache;
+		g->ring_cached = true;
+	}
+	else
+	{
+		TcStatus	st;
+
+		if ((st = host_alloc(g, (void **) &g->ring, bytes, cudaHostAllocDefault, err)) != TC_OK)
+			return st;
+	}
+	for (int i = 0; i < RING_SLOTS; i++)
+	{
+		CHECK(cudaEventCreateWithFlags(&g->ring_ev[i], cudaEventDisableTiming));
+		g->nevents++;
+	}
+	return TC_OK;
+}
+
+/*
+ * Bring a finished batch's count pairs to the host and the sink: chunk
+ * copies on the batch's stream, up to RING_SLOTS in flight, each handed to
+ * the sink as soon as it lands, in order.
+ */
+TcStatus
+drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsigned int count,
+	  const TcSink *sink, TcJoinStats *stats, TcError *err)
+{
+	unsigned int nchunks = (count + RING_CHUNK - 1) / RING_CHUNK;
+	unsigned int issued = 0;
+	TcStatus	st;
+
+	for (unsigned int done = 0; done < nchunks; done++)
+	{
+		while (issued < nchunks && issued - done < RING_SLOTS)
+		{
+			unsigned int slot = issued % RING_SLOTS;
+			size_t		off = (size_t) issued * RING_CHUNK;
+			size_t		m = std::min((size_t) RING_CHUNK, count - off);
+
+			CHECK(cudaMemcpyAsync(g->ring + (size_t) slot * RING_CHUNK, d_pairs + off,
+								  sizeof(PairDev) * m, cudaMemcpyDeviceToHost, s));
+			CHECK(cudaEventRecord(g->ring_ev[slot], s));
+			issued++;
+		}
+
+		unsigned int slot = done % RING_SLOTS;
+		size_t		off = (size_t) done * RING_CHUNK;
+		size_t		m = std::min((size_t) RING_CHUNK, count - off);
+
+		if ((st = wait_event(g, g->ring_ev[slot], sink, err)) != TC_OK)
+			return st;
+		if ((st = emit_pairs(g->ring + (size_t) slot * RING_CHUNK, m, sink, stats)) != TC_OK)
+			return st;
+	}
+	return TC_OK;
+}
+
+TcStatus
+gpu_join_begin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params,
+			   const TcSink *sink, TcJoinStats *stats, TcError *err)
+{
+	TcGpuJoin  *g = (TcGpuJoin *) calloc(1, sizeof(TcGpuJoin));
+	TcStatus	st;
+	int			ndev;
+	char		reason[256];
+
+	*handle = g;
+	if (g == NULL)
+	{
+		err->status = TC_ERR_NOMEM;
+		snprintf(err->message, sizeof(err->message), "out of memory");
+		return TC_ERR_NOMEM;
+	}
+	if (a->n >= (int64_t) INT32_MAX)
+	{
+		err->status = TC_ERR_INVALID;
+		snprintf(err->message, sizeof(err->message),
+				 "the GPU join takes at most %d points", INT32_MAX - 1);
+		return TC_ERR_INVALID;
+	}
+	ndev = tc_gpu_count(reason, sizeof(reason));
+	if (ndev < 1)
+	{
+		err->status = TC_ERR_NO_GPU;
+		snprintf(err->message, sizeof(err->message), "%s", reason);
+		return TC_ERR_NO_GPU;
+	}
+	g->device = 0;
+	g->limit = params->gpu_memory_limit;
+	CHECK(cudaSetDevice(g->device));
+	for (int i = 0; i < 2; i++)
+	{
+		CHECK(cudaStreamCreateWithFlags(&g->stream[i], cudaStreamNonBlocking));
+		g->nstreams++;
+	}
+	CHECK(cudaStreamCreateWithFlags(&g->abort_stream, cudaStreamNonBlocking));
+	g->have_abort_stream = true;
+	if ((st = host_alloc(g, (void **) &g->h_abort, sizeof(int), cudaHostAllocDefault, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &g->d_abort, sizeof(int), err)) != TC_OK)
+		return st;
+	*g->h_abort = 1;
+	CHECK(cudaMemset(g->d_abort, 0, sizeof(int)));
+	stats->device = "gpu";
+	stats->threads = 1;
+
+	if (params->include_self)
+	{
+		/* (i, i, 0): the contract's sum of a point with itself is 0. */
+		g->out = (TcPair *) malloc(sizeof(TcPair) * OUT_BATCH);
+		if (g->out == NULL)
+			return TC_ERR_NOMEM;
+		for (int64_t i = 0; i < a->n; i += OUT_BATCH)
+		{
+			size_t		m = (size_t) std::min((int64_t) OUT_BATCH, a->n - i);
+
+			for (size_t t = 0; t < m; t++)
+			{
+				g->out[t].a = g->out[t].b = i + (int64_t) t;
+				g->out[t].dist = 0.0;
+			}
+			stats->pairs += m;
+			if (sink->emit(sink->arg, g->out, m) != 0)
+				return TC_STOPPED;
+		}
+	}
+	return TC_OK;
+}

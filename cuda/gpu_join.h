@@ -1,0 +1,207 @@
+/*
+ * gpu_join.h
+ *		What the GPU joins share: the pair records and their staging on the
+ *		device, and on the host a join's resources, CUDA error reporting,
+ *		waits that poll the sink, and the pinned ring that brings pairs home.
+ *		C++, for cuda/ only; the engine sees gpu.h.
+ */
+#ifndef TCJOIN_GPU_JOIN_H
+#define TCJOIN_GPU_JOIN_H
+
+#include <cuda_runtime.h>
+
+#include "gpu.h"
+
+#define WARP 32
+#define STAGE 128				/* pairs staged per warp before an append */
+#define FULL_MASK 0xffffffffu
+#define OUT_BATCH 8192			/* pairs per sink->emit */
+/*
+ * Pairs reach the host through a ring of pinned chunks, so that copies
+ * overlap the sink and pinned memory stays small.  The ring is kept for the
+ * process's next join: pinning costs about 0.3 ms per MB.
+ */
+#define RING_CHUNK (1u << 19)	/* pairs: 12 MB */
+#define RING_SLOTS 4
+
+/* The engine's TcPair, written by the kernel so the host passes it on as is. */
+struct PairDev
+{
+	long long	a;
+	long long	b;
+	double		dist;
+};
+static_assert(sizeof(PairDev) == sizeof(TcPair), "PairDev must match TcPair");
+
+struct Stage
+{
+	PairDev		pair[STAGE];
+};
+
+/* ---------- device: the contract, and staging pairs ---------- */
+
+/*
+ * The contract's sum, in float8, index order, nothing contracted, with an
+ * early exit once past thr (partial sums only grow, so it cannot change the
+ * answer); true iff s <= thr.  T: float or double coordinates, widened
+ * exactly.
+ */
+template <typename T>
+__device__ __forceinline__ bool
+contract_within(const T *a, const T *b, int d, double thr, double *s_out)
+{
+	double		s = 0.0;
+	int			k = 0;
+
+	for (; k + 8 <= d; k += 8)
+	{
+#pragma unroll
+		for (int u = 0; u < 8; u++)
+		{
+			double		t = __dsub_rn((double) a[k + u], (double) b[k + u]);
+
+			s = __dadd_rn(s, __dmul_rn(t, t));
+		}
+		if (s > thr)
+			return false;
+	}
+	for (; k < d; k++)
+	{
+		double		t = __dsub_rn((double) a[k], (double) b[k]);
+
+		s = __dadd_rn(s, __dmul_rn(t, t));
+	}
+	*s_out = s;
+	return s <= thr;
+}
+
+
+/* Append the warp's staged pairs to the batch buffer (warp-uniform call). */
+template <typename B>
+__device__ void
+flush_stage(Stage &st, int &n, const B &b, int lane)
+{
+	unsigned int base = 0;
+
+	if (n == 0)
+		return;
+	if (lane == 0)
+		base = atomicAdd(b.count, (unsigned int) n);
+	base = __shfl_sync(FULL_MASK, base, 0);
+	if ((unsigned long long) base + n > b.capacity)
+	{
+		/* The batch will be rerun smaller; what was staged is dropped. */
+		if (lane == 0)
+			atomicExch(b.overflow, 1u);
+	}
+	else
+		for (int i = lane; i < n; i += WARP)
+		{
+			b.pairs[base + i] = st.pair[i];
+		}
+	__syncwarp();
+	n = 0;
+}
+
+/*
+ * Stage the lanes' hits (warp-uniform call): one ballot, each hit to its
+ * slot, a flush when the stage would overflow.  id maps a point to the
+ * caller's index (read only for hits).
+ */
+template <typename B, typename Id>
+__device__ __forceinline__ void
+stage_hit(const B &b, Stage &st, int &n, int lane, bool hit, unsigned int q,
+		  unsigned int j, double s, Id id)
+{
+	unsigned int m = __ballot_sync(FULL_MASK, hit);
+
+	if (m == 0)
+		return;
+
+	int			cnt = __popc(m);
+
+	if (n + cnt > STAGE)
+		flush_stage(st, n, b, lane);
+	if (hit)
+	{
+		int			r = n + __popc(m & ((1u << lane) - 1));
+
+		st.pair[r].a = id(q);
+		st.pair[r].b = id(j);
+		st.pair[r].dist = __dsqrt_rn(s);
+	}
+	n += cnt;
+	__syncwarp();
+}
+
+/* ---------- host ---------- */
+
+struct TcGpuJoin
+{
+	int			device;
+	cudaStream_t stream[2];
+	int			nstreams;
+	cudaEvent_t ring_ev[RING_SLOTS];
+	int			nevents;
+	cudaEvent_t kev[2][2];		/* per stream: kernel start, end */
+	int			nkev;
+	void	   *dev[48];
+	int			ndev;
+	size_t		used;
+	size_t		limit;
+	void	   *host[8];
+	int			nhost;
+	/*
+	 * Stopping a kernel: the host copies *h_abort (pinned, 1) over *d_abort
+	 * (device memory, which kernels poll per work item) on a stream of its
+	 * own.  Kernels never read host memory: a read across the bus per item
+	 * would cost more than the item at low d.
+	 */
+	int		   *h_abort;
+	int		   *d_abort;
+	cudaStream_t abort_stream;
+	bool		have_abort_stream;
+	unsigned long long *h_bounds;
+	TcPair	   *out;
+	TcPair	   *ring;			/* RING_SLOTS x RING_CHUNK pinned pairs */
+	bool		ring_cached;	/* the process's ring, held by this join */
+};
+
+#define CHECK(call) \
+	do { \
+		cudaError_t rc_ = (call); \
+		if (rc_ != cudaSuccess) \
+			return gpu_error(err, #call, rc_); \
+	} while (0)
+
+/* The CUDA call's name and message into err; returns TC_ERR_GPU. */
+extern TcStatus gpu_error(TcError *err, const char *what, cudaError_t rc);
+/* Device memory, counted against tcjoin.gpu_memory_limit; freed with the join. */
+extern TcStatus dev_alloc(TcGpuJoin *g, void **ptr, size_t bytes, TcError *err);
+extern void dev_free(TcGpuJoin *g, void *ptr);
+/* Pinned host memory, freed with the join. */
+extern TcStatus host_alloc(TcGpuJoin *g, void **ptr, size_t bytes, unsigned int flags,
+						   TcError *err);
+/* Ask running kernels to stop at their next work item. */
+extern void request_abort(TcGpuJoin *g);
+/* Wait for a stream or an event, polling the sink about every millisecond. */
+extern TcStatus wait_stream(TcGpuJoin *g, cudaStream_t s, const TcSink *sink, TcError *err);
+extern TcStatus wait_event(TcGpuJoin *g, cudaEvent_t ev, const TcSink *sink, TcError *err);
+/* Hand pairs (in TcPair layout) to the sink. */
+extern TcStatus emit_pairs(const TcPair *pairs, size_t count, const TcSink *sink,
+						   TcJoinStats *stats);
+/* The pinned ring: the process's cached one when free, else the join's. */
+extern TcStatus get_ring(TcGpuJoin *g, TcError *err);
+/* A finished batch's count pairs through the ring to the sink. */
+extern TcStatus drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsigned int count,
+					  const TcSink *sink, TcJoinStats *stats, TcError *err);
+/*
+ * A GPU join's start: its resources (*handle set first, so the caller can
+ * always free them), the GPU, streams, the abort flag, and the (i, i, 0)
+ * pairs of include_self.
+ */
+extern TcStatus gpu_join_begin(TcGpuJoin **handle, const TcPoints *a,
+							   const TcJoinParams *params, const TcSink *sink,
+							   TcJoinStats *stats, TcError *err);
+
+#endif							/* TCJOIN_GPU_JOIN_H */
