@@ -216,14 +216,16 @@ brute_kernel(BruteDev g, BruteBatch b)
 
 	for (;;)
 	{
+		/* One thread decides, so that the whole block leaves together. */
 		__syncthreads();
 		if (tid == 0)
-			s_tile = b.lo + atomicAdd(b.queue, 1ull);
+			s_tile = *(volatile unsigned int *) b.overflow != 0 || *b.abort != 0 ? b.hi :
+				b.lo + atomicAdd(b.queue, 1ull);
 		__syncthreads();
 
 		unsigned long long t = s_tile;
 
-		if (t >= b.hi || *(volatile unsigned int *) b.overflow != 0 || *b.abort != 0)
+		if (t >= b.hi)
 			break;
 
 		unsigned int bi,
