@@ -96,6 +96,16 @@ if [ -n "$BENCH" ]; then
         done
     done
     $B --gen expo --n 2000000 --d 2 --eps 0.0002 --device cpu --sink count --reps 3
+
+    echo "== FP16 brute force against cuBLAS (FLOPs counted as 2 n^2 d)"
+    make -C test/bench gemm_floor >/dev/null
+    for nd in 100000:128 200000:384 100000:960 100000:1024 100000:4096; do
+        n=${nd%:*} d=${nd#*:}
+        echo "gemm_floor $n $d: $(test/bench/gemm_floor $n $d)"
+        $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
+    done
+    echo "== the issue's end-to-end figure: 1,000,000 x 128, about 64 neighbours"
+    $B --gen gauss --n 1000000 --d 128 --neighbours 64 --method brute --device gpu --sink count --reps 3
 fi 2>&1 | tee "$OUT/bench.log"
 
 if [ -n "$SQL" ]; then
