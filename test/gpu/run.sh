@@ -48,6 +48,16 @@ for tc in ${REGRESS:+${REGRESS_TC:-off on}}; do
 done
 
 if [ -n "$STRESS" ]; then
+    echo "== the tensor cores' FP16 accumulation against the filter's error model"
+    nvcc -O2 -std=c++17 -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90a,code=sm_90a \
+        -o "$OUT/mma_error" test/gpu/mma_error.cu && "$OUT/mma_error" 100 | tee "$OUT/mma_error.log"
+    line=$(tail -1 "$OUT/mma_error.log" 2>/dev/null)
+    if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        PASSED=$((PASSED + BASH_REMATCH[1])) FAILED=$((FAILED + BASH_REMATCH[2]))
+    else
+        FAILED=$((FAILED + 1))
+    fi
+
     echo "== GPU against CPU"
     . src/engine_sources.mk 2>/dev/null || true
     cc -std=gnu11 -O2 -g -Wall -Werror -ffp-contract=off -pthread -Isrc -Icuda \
