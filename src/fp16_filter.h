@@ -11,40 +11,40 @@
  * The scheme.  Points x are centred, y = fl(x - c) in float8 (c is any
  * vector; the mean keeps |y| small), and scaled by sigma = 2^k into FP16,
  * h = fp16(sigma y), rounded to nearest.  The tensor cores compute
- * acc = h_a . h_b with exact FP16 products and FP32 accumulation; the
- * epilogue forms, in float4,
- *		S = (hn_a + hn_b) - 2 acc,	hn = |h|^2,
- * and drops the pair iff S > lim, with
- *		lim = (R_a + R_b)^2 (1 + 2^-20) + kappa (hn_a + hn_b) + 2^-100,
- * where R = E/2 + r + nu per point, E >= sigma D for every pair within eps,
- * r = |h - sigma y| (FP16 rounding), nu >= sigma |fl(x - c) - (x - c)|
- * (centring), and kappa = (5 K / 4 + 24) 2^-23 with K = d rounded up to 16.
- * Every pair not dropped is decided, and its dist computed, by the
- * contract's exact float8 sum.
+ * acc = h_a . h_b with exact FP16 products and FP32 accumulation.  Per
+ * point, two float4 values:
+ *		q  = ((1 - kappa) hn - R^2 (1 + 2^-21)) / 2 - 2^-102, rounded down,
+ *		rc = R (1 + 2^-21), rounded up,
+ * with hn = |h|^2, R = E/2 + r + nu, E >= sigma D for every pair within
+ * eps, r = |h - sigma y| (FP16 rounding), nu >= sigma |fl(x - c) - (x - c)|
+ * (centring), and kappa = (5 K / 4 + 24) 2^-23, K = d rounded up to 16.
+ * The epilogue drops a pair iff, in float4,
+ *		acc + rc_a rc_b < q_a + q_b,
+ * three operations; that is |h_a - h_b|^2 > (R_a + R_b)^2 + kappa (hn_a +
+ * hn_b) up to roundings.  Every pair not dropped is decided, and its dist
+ * computed, by the contract's exact float8 sum.
  *
- * Why no pair within eps is dropped.  Let D = |x_a - x_b| over the reals.
+ * Why no pair within eps is dropped.  Let D = |x_a - x_b| over the reals,
+ * and hn, dot = h_a . h_b the exact values.
  * (1) The contract's s <= thr gives D^2 <= thr (1 + gamma_{d+3}) + d 2^-1074
  *     (a term that underflows loses up to 2^-1074), so sigma D <= E
  *     (tc_f16_plan rounds E up).
  * (2) By the triangle inequality, |h_a - h_b| <= sigma D + r_a + nu_a +
- *     r_b + nu_b <= R_a + R_b =: T.
- * (3) |S - |h_a - h_b|^2| <= kappa (hn_a + hn_b):
- *     - FP16 products are exact in FP32 (22-bit significands, no
- *       underflow: FP16's smallest step is 2^-24).  Each m16n8k16 step adds
- *       16 products to the accumulator; aligning and truncating (the
- *       hardware does not round to nearest) loses at most 18 units of 2^-23
- *       of (|acc| + the step's sum of |products|), so over K / 16 steps
- *       acc is off by at most 1.125 K 2^-23 sum |h_a,i h_b,i|, and
- *       sum |h_a,i h_b,i| <= |h_a||h_b| <= (hn_a + hn_b) / 2; S takes 2 acc,
- *       so 1.125 K 2^-23 (hn_a + hn_b) (test/gpu/mma_error.cu measures the
- *       hardware against this model);
- *     - hn in float4, rounded up from a float8 sum: 2^-22 of it each;
- *     - the epilogue's two float4 roundings: 2^-23 (hn_a + hn_b + 2|acc|).
- *     Together at most (1.125 K + 3.5) 2^-23 (hn_a + hn_b): kappa leaves
- *     0.125 K + 20 units of 2^-23 for the rounding of lim itself.
- * (4) So a pair within eps has S <= T^2 + kappa (hn_a + hn_b) <= lim.
- *     (1 + 2^-20) covers the three float4 roundings of T^2, and 2^-100
- *     the underflow of tiny terms.
+ *     r_b + nu_b <= R_a + R_b, so dot >= (hn_a + hn_b - (R_a + R_b)^2) / 2.
+ * (3) FP16 products are exact in FP32 (22-bit significands, no underflow:
+ *     FP16's smallest step is 2^-24).  Each m16n8k16 step adds 16 products
+ *     to the accumulator; aligning and truncating (the hardware does not
+ *     round to nearest) loses at most 18 units of 2^-23 of (|acc| + the
+ *     step's sum of |products|), so over K / 16 steps acc is off by at most
+ *     1.125 K 2^-23 sum |h_a,i h_b,i| <= 0.5625 K 2^-23 (hn_a + hn_b)
+ *     (test/gpu/mma_error.cu measures the hardware against this model).
+ * (4) fl(rc_a rc_b) >= R_a R_b, so acc + fl(rc_a rc_b) >= sum over a, b of
+ *     (hn - R^2) / 2, less 0.5625 K 2^-23 (hn_a + hn_b).  The two float4
+ *     sums are off by at most 2^-24 (hn_a + hn_b + R_a^2 + R_b^2)(1 + 2^-20).
+ *     kappa hn / 2 = (0.625 K + 12) 2^-23 hn covers the accumulation, the
+ *     hn part of the roundings and the float8 sums behind q; R^2 2^-22
+ *     covers their R^2 part; 2^-102 each, the underflow of tiny terms.  So
+ *     the computed left side is at least the computed right side: kept.
  * The scale keeps |sigma y| <= 2^15, so no FP16 value overflows
  * (65,504 is FP16's largest) and |acc| stays below 2^43.
  */
@@ -125,29 +125,50 @@ tc_f16_plan(TcF16Plan *p, int d, double thr, double maxabs)
 	p->kappa = (float) ((1.25 * p->dpad + 24.0) * 0x1p-23);
 }
 
+/* What a point contributes to the filter. */
+typedef struct TcF16Point
+{
+	float		q;				/* rounded down */
+	float		rc;				/* rounded up */
+	double		hn;				/* |h|^2 (float8 sum) */
+	double		R;				/* the radius, an upper bound */
+} TcF16Point;
+
+/* v as a float4, rounded down. */
+static inline TC_HOSTDEV float
+tc_f16_float_down(double v)
+{
+	float		f = (float) v;
+
+	if ((double) f > v)
+		f = nextafterf(f, -INFINITY);
+	return f;
+}
+
 /*
- * A point's hn = |h|^2 and R, as float4 rounded up, from the sums over its
- * coordinates (in any order) of h^2, (h - sigma y)^2 and (sigma y)^2.
+ * A point's filter values from the sums over its coordinates (in any order)
+ * of h^2, (h - sigma y)^2 and (sigma y)^2.
  */
 static inline TC_HOSTDEV void
-tc_f16_finish(const TcF16Plan *p, int d, double hn2, double r2, double y2, float *hn,
-			  float *R)
+tc_f16_finish(const TcF16Plan *p, int d, double hn2, double r2, double y2, TcF16Point *pt)
 {
 	/* Sums of d non-negative terms: each within gamma_{d+2} of its value. */
 	double		slack = 1.0 + (double) (d + 4) * 0x1p-52;
+	double		R = (sqrt(r2 * slack) + sqrt(y2 * slack) * 0x1p-52 + p->e_half) * (1.0 + 0x1p-48);
 
-	*hn = tc_f16_float_up(hn2 * slack);
-	*R = tc_f16_float_up((sqrt(r2 * slack) + sqrt(y2 * slack) * 0x1p-52 + p->e_half) *
-						 (1.0 + 0x1p-48));
+	pt->hn = hn2;
+	pt->R = R;
+	pt->rc = tc_f16_float_up(R * (1.0 + 0x1p-21) * (1.0 + 0x1p-50));
+	pt->q = tc_f16_float_down((1.0 - (double) p->kappa) * hn2 * 0.5 -
+							  R * R * (1.0 + 0x1p-21) * 0.5 * (1.0 + 0x1p-50) - 0x1p-102);
 }
 
 /*
  * One point, from its centred coordinates y: the FP16 coordinates h (as
- * doubles, each exactly an FP16 value; h may be NULL), hn and R.
+ * doubles, each exactly an FP16 value; h may be NULL) and its filter values.
  */
 static inline TC_HOSTDEV void
-tc_f16_point(const TcF16Plan *p, const double *y, int d, double *h, float *hn,
-			 float *R)
+tc_f16_point(const TcF16Plan *p, const double *y, int d, double *h, TcF16Point *pt)
 {
 	double		hn2 = 0.0,
 				r2 = 0.0,
@@ -165,19 +186,14 @@ tc_f16_point(const TcF16Plan *p, const double *y, int d, double *h, float *hn,
 		if (h)
 			h[k] = hk;
 	}
-	tc_f16_finish(p, d, hn2, r2, y2, hn, R);
+	tc_f16_finish(p, d, hn2, r2, y2, pt);
 }
 
 /* The epilogue's test: true iff the pair is certainly beyond eps. */
 static inline TC_HOSTDEV bool
-tc_f16_reject(float acc, float hn_a, float hn_b, float R_a, float R_b, float kappa)
+tc_f16_drop(float acc, float q_a, float q_b, float rc_a, float rc_b)
 {
-	float		hs = hn_a + hn_b;
-	float		S = hs - 2.0f * acc;
-	float		T = R_a + R_b;
-	float		lim = T * T * (1.0f + 0x1p-20f) + kappa * hs + 0x1p-100f;
-
-	return S > lim;
+	return acc + rc_a * rc_b < q_a + q_b;
 }
 
 #endif							/* TCJOIN_FP16_FILTER_H */

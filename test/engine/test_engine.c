@@ -1853,8 +1853,7 @@ test_f16_filter(void)
 			double	   *c = calloc(d, sizeof(double));
 			double	   *y = malloc(sizeof(double) * n * d);
 			double	   *h = malloc(sizeof(double) * n * d);
-			float	   *hn = malloc(sizeof(float) * n);
-			float	   *R = malloc(sizeof(float) * n);
+			TcF16Point *pt = malloc(sizeof(TcF16Point) * n);
 			double	   *dd = malloc(sizeof(double) * n * (n - 1) / 2);
 			double		maxabs = 0;
 
@@ -1898,7 +1897,7 @@ test_f16_filter(void)
 						   (long long) n, eps);
 				tc_f16_plan(&plan, d, tc_sq_threshold(eps), maxabs);
 				for (int64_t i = 0; i < n; i++)
-					tc_f16_point(&plan, y + i * d, d, h + i * d, &hn[i], &R[i]);
+					tc_f16_point(&plan, y + i * d, d, h + i * d, &pt[i]);
 				for (int64_t i = 0, t = 0; i < n; i++)
 					for (int64_t j = i + 1; j < n; j++, t++)
 					{
@@ -1909,7 +1908,7 @@ test_f16_filter(void)
 						{
 							float		acc = emulated_dot(h + i * d, h + j * d, d, how);
 
-							if (tc_f16_reject(acc, hn[i], hn[j], R[i], R[j], plan.kappa))
+							if (tc_f16_drop(acc, pt[i].q, pt[j].q, pt[i].rc, pt[j].rc))
 							{
 								dropped = true;
 								if (within && dropped_in == 0)
@@ -1925,7 +1924,7 @@ test_f16_filter(void)
 						 */
 						{
 							double		h2 = 0.0,
-										T = (double) R[i] + (double) R[j];
+										T = pt[i].R + pt[j].R;
 
 							for (int k = 0; k < d; k++)
 							{
@@ -1933,17 +1932,17 @@ test_f16_filter(void)
 
 								h2 += u * u;
 							}
-							if (h2 > 2.0 * (T * T + (double) plan.kappa * ((double) hn[i] + hn[j])) + 1e-30 &&
-								!tc_f16_reject(emulated_dot(h + i * d, h + j * d, d, 0),
-											   hn[i], hn[j], R[i], R[j], plan.kappa))
+							if (h2 > 2.0 * (T * T + (double) plan.kappa * (pt[i].hn + pt[j].hn)) + 1e-30 &&
+								!tc_f16_drop(emulated_dot(h + i * d, h + j * d, d, 0),
+											 pt[i].q, pt[j].q, pt[i].rc, pt[j].rc))
 								beyond_kept++;
 						}
 						/* Spread data: how tight the band is against eps. */
 						if (dd[t] > 1.1 * eps && eps > 0)
 						{
 							far++;
-							far_dropped += tc_f16_reject(emulated_dot(h + i * d, h + j * d, d, 0),
-														 hn[i], hn[j], R[i], R[j], plan.kappa);
+							far_dropped += tc_f16_drop(emulated_dot(h + i * d, h + j * d, d, 0),
+													   pt[i].q, pt[j].q, pt[i].rc, pt[j].rc);
 						}
 					}
 				CHECK(dropped_in == 0, "%lld of %lld pairs within eps dropped",
@@ -1966,8 +1965,7 @@ test_f16_filter(void)
 			free(c);
 			free(y);
 			free(h);
-			free(hn);
-			free(R);
+			free(pt);
 			free(dd);
 		}
 	if (g_verbose)
