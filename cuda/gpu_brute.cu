@@ -6,14 +6,13 @@
  * Preparation, on the device: the points' mean (the centre), the largest
  * centred coordinate (which fixes the power-of-two scale, fp16_filter.h),
  * then per point its FP16 coordinates h (rows padded to a multiple of 16
- * with zeros), hn = |h|^2 and the radius R that bounds what FP16 rounding,
- * centring and eps allow.
+ * with zeros), and the filter's per-point values q and rc (fp16_filter.h).
  *
  * The join: 128 x 128 tiles of point pairs, only those on or above the
  * diagonal (each unordered pair once).  A block of four warps (2 x 2, each
  * 64 x 64) stages 32 FP16 dimensions of both tiles in shared memory at a
  * time and runs mma.sync m16n8k16 (FP16 inputs, FP32 accumulation) over
- * them.  The epilogue drops every pair that tc_f16_reject proves to lie
+ * them.  The epilogue drops every pair that tc_f16_drop proves to lie
  * beyond eps; the rest go through the contract's exact float8 sum on the
  * input coordinates, which decides and gives dist.  Blocks take tiles from
  * an atomic counter; pairs are staged per warp and appended with one atomic
@@ -51,15 +50,14 @@
 struct BruteDev
 {
 	const __half *h;			/* npad x dpad */
-	const float *hn;			/* npad */
-	const float *R;				/* npad */
+	const float *q;				/* npad: the filter's q, rc */
+	const float *rc;
 	const void *x;				/* n x d, the caller's coordinates */
 	unsigned int n;
 	unsigned int ntiles;
 	int			d;
 	int			dpad;
 	double		thr;
-	float		kappa;
 };
 
 struct BruteBatch
@@ -114,11 +112,11 @@ maxabs_kernel(const T *x, unsigned int n, int d, const double *c, unsigned long 
 		atomicMax(out, (unsigned long long) __double_as_longlong(m));
 }
 
-/* One warp per point: h, hn and R (fp16_filter.h); padding rows are zero. */
+/* One warp per point: h, q and rc (fp16_filter.h); padding rows are zero. */
 template <typename T>
 __global__ void
 convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int dpad,
-			   const double *c, TcF16Plan plan, __half *h, float *hn, float *R)
+			   const double *c, TcF16Plan plan, __half *h, float *q, float *rc)
 {
 	unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x) / WARP;
 	int			lane = threadIdx.x % WARP;
@@ -153,10 +151,16 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int dpad,
 	}
 	if (lane == 0)
 	{
+		TcF16Point	pt;
+
 		if (i < n)
-			tc_f16_finish(&plan, d, hn2, r2, y2, &hn[i], &R[i]);
+		{
+			tc_f16_finish(&plan, d, hn2, r2, y2, &pt);
+			q[i] = pt.q;
+			rc[i] = pt.rc;
+		}
 		else
-			hn[i] = R[i] = 0.0f;
+			q[i] = rc[i] = 0.0f;
 	}
 }
 
@@ -303,8 +307,8 @@ brute_kernel(BruteDev g, BruteBatch b)
 		 * survivors exactly, one a round, the warp staging hits together.
 		 */
 		uint32_t	keep[4] = {0, 0, 0, 0};
-		float		hn_c[8][2],
-					R_c[8][2];
+		float		q_c[8][2],
+					rc_c[8][2];
 		const unsigned int row0 = bi * BT + wm * 64 + gr;
 		const unsigned int col0 = bj * BT + wn * 64 + 2 * tg;
 
@@ -313,8 +317,8 @@ brute_kernel(BruteDev g, BruteBatch b)
 #pragma unroll
 			for (int e = 0; e < 2; e++)
 			{
-				hn_c[nf][e] = g.hn[col0 + nf * 8 + e];
-				R_c[nf][e] = g.R[col0 + nf * 8 + e];
+				q_c[nf][e] = g.q[col0 + nf * 8 + e];
+				rc_c[nf][e] = g.rc[col0 + nf * 8 + e];
 			}
 #pragma unroll
 		for (int mf = 0; mf < 4; mf++)
@@ -322,8 +326,8 @@ brute_kernel(BruteDev g, BruteBatch b)
 			for (int hf = 0; hf < 2; hf++)
 			{
 				unsigned int i = row0 + mf * 16 + 8 * hf;
-				float		hn_r = g.hn[i],
-							R_r = g.R[i];
+				float		q_r = g.q[i],
+							rc_r = g.rc[i];
 
 #pragma unroll
 				for (int nf = 0; nf < 8; nf++)
@@ -335,8 +339,8 @@ brute_kernel(BruteDev g, BruteBatch b)
 						bool		valid = i < g.n && j < g.n && (bi != bj || j > i);
 
 						cand += valid;
-						if (valid && !tc_f16_reject(acc[mf][nf][hf * 2 + e], hn_r, hn_c[nf][e],
-													R_r, R_c[nf][e], g.kappa))
+						if (valid && !tc_f16_drop(acc[mf][nf][hf * 2 + e], q_r, q_c[nf][e], rc_r,
+												 rc_c[nf][e]))
 							keep[bit >> 5] |= 1u << (bit & 31);
 					}
 			}
@@ -401,8 +405,8 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 				maxbits = 0;
 	double		maxabs;
 	__half	   *d_h;
-	float	   *d_hn,
-			   *d_R;
+	float	   *d_q,
+			   *d_rc;
 	TcStatus	st;
 	cudaStream_t s = g->stream[0];
 
@@ -422,20 +426,19 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 	tc_f16_plan(&plan, d, thr, maxabs);
 
 	if ((st = dev_alloc(g, (void **) &d_h, sizeof(__half) * (size_t) npad * plan.dpad, err)) != TC_OK ||
-		(st = dev_alloc(g, (void **) &d_hn, sizeof(float) * npad, err)) != TC_OK ||
-		(st = dev_alloc(g, (void **) &d_R, sizeof(float) * npad, err)) != TC_OK)
+		(st = dev_alloc(g, (void **) &d_q, sizeof(float) * npad, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_rc, sizeof(float) * npad, err)) != TC_OK)
 		return st;
 	convert_kernel<T><<<(unsigned int) (((size_t) npad * WARP + 255) / 256), 256, 0, s>>>(
-		(const T *) bd.x, n, npad, d, plan.dpad, d_c, plan, d_h, d_hn, d_R);
+		(const T *) bd.x, n, npad, d, plan.dpad, d_c, plan, d_h, d_q, d_rc);
 	CHECK(cudaGetLastError());
 	CHECK(cudaStreamSynchronize(s));
 	dev_free(g, d_c);
 	dev_free(g, d_max);
 	bd.h = d_h;
-	bd.hn = d_hn;
-	bd.R = d_R;
+	bd.q = d_q;
+	bd.rc = d_rc;
 	bd.dpad = plan.dpad;
-	bd.kappa = plan.kappa;
 	return TC_OK;
 }
 
