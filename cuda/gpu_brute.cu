@@ -24,6 +24,7 @@
  * cp.async pipelining, ldmatrix and Hopper's wgmma come next, measured
  * against it.
  */
+#include <cub/cub.cuh>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -53,6 +54,7 @@ struct BruteDev
 	const float *q;				/* npad: the filter's q, rc */
 	const float *rc;
 	const void *x;				/* n x d, the caller's coordinates */
+	const unsigned int *order;	/* position -> the caller's index */
 	unsigned int n;
 	unsigned int ntiles;
 	int			d;
@@ -62,7 +64,8 @@ struct BruteDev
 
 struct BruteBatch
 {
-	unsigned long long lo;		/* tile pairs [lo, hi) */
+	const unsigned long long *list;	/* tile pairs kept, (bi << 32) | bj */
+	unsigned long long lo;		/* entries [lo, hi) of list */
 	unsigned long long hi;
 	unsigned long long *queue;
 	PairDev    *pairs;
@@ -116,7 +119,8 @@ maxabs_kernel(const T *x, unsigned int n, int d, const double *c, unsigned long 
 template <typename T>
 __global__ void
 convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int dpad,
-			   const double *c, TcF16Plan plan, __half *h, float *q, float *rc)
+			   const double *c, const unsigned int *order, TcF16Plan plan, __half *h,
+			   float *q, float *rc)
 {
 	unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x) / WARP;
 	int			lane = threadIdx.x % WARP;
@@ -132,7 +136,8 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int dpad,
 
 		if (i < n && k < d)
 		{
-			double		sy = __dmul_rn(plan.sigma, __dsub_rn((double) x[(size_t) i * d + k], c[k]));
+			double		sy = __dmul_rn(plan.sigma,
+									   __dsub_rn((double) x[(size_t) order[i] * d + k], c[k]));
 			double		ek;
 
 			hk = tc_f16_round(sy);
@@ -164,28 +169,235 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int dpad,
 	}
 }
 
-/* ---------- the join ---------- */
+/* ---------- order and tile pruning ---------- */
 
-/* Tile pair t of the upper triangle, row by row: (bi, bj), bi <= bj. */
-__device__ __forceinline__ void
-tile_of(unsigned long long t, unsigned int nt, unsigned int *bi, unsigned int *bj)
+/*
+ * Points are ordered so that tiles are compact: recursive bisection, each
+ * segment sorted along the line through two far-apart points of a sample
+ * (a cheap stand-in for its principal axis), halving segments down to one
+ * tile.  Any order is correct; a compact one lets whole tile pairs go.
+ */
+#define DIR_SAMPLE 256
+
+/* Per segment: a direction, p2 - p1, of two far-apart sampled points. */
+template <typename T>
+__global__ void
+dir_kernel(const T *x, int d, const double *c, const unsigned int *order, unsigned int n,
+		   unsigned int seg, float *dir)
 {
-	/* Row r starts at r nt - r (r - 1) / 2; solve, then correct rounding. */
-	double		b = 2.0 * nt + 1.0;
-	long long	r = (long long) ((b - sqrt(b * b - 8.0 * (double) t)) / 2.0);
-	auto		start = [nt] (long long q) {
-		return (unsigned long long) (q * (long long) nt - q * (q - 1) / 2);
-	};
+	__shared__ float s_d[DIR_SAMPLE];
+	__shared__ unsigned int s_p[DIR_SAMPLE];
+	__shared__ unsigned int s_far;
+	unsigned int s0 = blockIdx.x * seg;
+	unsigned int len = min(seg, n - s0);
+	unsigned int stride = max(1u, len / DIR_SAMPLE);
+	unsigned int me = s0 + threadIdx.x * stride;
+	bool		have = threadIdx.x * stride < len;
+	unsigned int from = order[s0];
 
-	if (r < 0)
-		r = 0;
-	while (r > 0 && start(r) > t)
-		r--;
-	while (r + 1 < (long long) nt && start(r + 1) <= t)
-		r++;
-	*bi = (unsigned int) r;
-	*bj = (unsigned int) (r + (long long) (t - start(r)));
+	for (int round = 0; round < 2; round++)
+	{
+		float		dd = -1.0f;
+
+		if (have)
+		{
+			unsigned int pa = order[me];
+
+			dd = 0.0f;
+			for (int k = 0; k < d; k++)
+			{
+				float		u = (float) ((double) x[(size_t) pa * d + k] - (double) x[(size_t) from * d + k]);
+
+				dd += u * u;
+			}
+		}
+		s_d[threadIdx.x] = dd;
+		s_p[threadIdx.x] = have ? order[me] : from;
+		__syncthreads();
+		if (threadIdx.x == 0)
+		{
+			unsigned int best = 0;
+
+			for (int t = 1; t < DIR_SAMPLE; t++)
+				if (s_d[t] > s_d[best])
+					best = t;
+			s_far = s_p[best];
+		}
+		__syncthreads();
+		if (round == 0)
+			from = s_far;		/* p1; the next round finds p2 */
+		__syncthreads();
+	}
+	for (int k = threadIdx.x; k < d; k += blockDim.x)
+		dir[(size_t) blockIdx.x * d + k] = (float) ((double) x[(size_t) s_far * d + k] -
+													(double) x[(size_t) from * d + k]);
+	(void) c;
 }
+
+/* Sort key of each position: its projection on its segment's direction. */
+template <typename T>
+__global__ void
+proj_kernel(const T *x, int d, const unsigned int *order, unsigned int n, unsigned int seg,
+			const float *dir, unsigned int *key)
+{
+	unsigned int p = (blockIdx.x * blockDim.x + threadIdx.x) / WARP;
+	int			lane = threadIdx.x % WARP;
+	float		v = 0.0f;
+
+	if (p >= n)
+		return;
+	const float *dv = dir + (size_t) (p / seg) * d;
+	const T    *xp = x + (size_t) order[p] * d;
+
+	for (int k = lane; k < d; k += WARP)
+		v += (float) xp[k] * dv[k];
+	for (int off = WARP / 2; off > 0; off /= 2)
+		v += __shfl_down_sync(FULL_MASK, v, off);
+	if (lane == 0)
+	{
+		unsigned int b = __float_as_uint(v);
+
+		key[p] = (b & 0x80000000u) ? ~b : (b | 0x80000000u);	/* order-preserving */
+	}
+}
+
+__global__ void
+iota_kernel(unsigned int n, unsigned int *v)
+{
+	unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		v[i] = i;
+}
+
+__global__ void
+seg_offsets_kernel(unsigned int n, unsigned int seg, unsigned int nseg, unsigned int *off)
+{
+	unsigned int s = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (s <= nseg)
+		off[s] = (unsigned int) min((unsigned long long) s * seg, (unsigned long long) n);
+}
+
+/*
+ * Each tile's centre (float8 mean of its points, in the centred frame) and
+ * radius (the largest distance from it, rounded up), in float4 for the
+ * pruning test: the centre rounded to float4 moves by at most
+ * 2^-24 |centre|, which the radius absorbs.
+ */
+template <typename T>
+__global__ void
+bounds_kernel(const T *x, int d, const double *c, const unsigned int *order, unsigned int n,
+			  float *cen, float *rad)
+{
+	__shared__ double s_r[BT];
+	unsigned int t0 = blockIdx.x * BT;
+	unsigned int cnt = min((unsigned int) BT, n - t0);
+	double		cn2 = 0.0;
+
+	for (int k = threadIdx.x; k < d; k += blockDim.x)
+	{
+		double		m = 0.0;
+
+		for (unsigned int i = 0; i < cnt; i++)
+			m += (double) x[(size_t) order[t0 + i] * d + k] - c[k];
+		cen[(size_t) blockIdx.x * d + k] = (float) (m / (double) cnt);
+	}
+	__syncthreads();
+	/* one point per thread: its distance to the centre as stored */
+	{
+		double		r2 = 0.0;
+
+		if (threadIdx.x < cnt)
+			for (int k = 0; k < d; k++)
+			{
+				double		u = ((double) x[(size_t) order[t0 + threadIdx.x] * d + k] - c[k]) -
+					(double) cen[(size_t) blockIdx.x * d + k];
+
+				r2 += u * u;
+			}
+		s_r[threadIdx.x] = r2;
+	}
+	__syncthreads();
+	if (threadIdx.x == 0)
+	{
+		double		m = 0.0;
+
+		for (int t = 0; t < BT; t++)
+			m = fmax(m, s_r[t]);
+		for (int k = 0; k < d; k++)
+			cn2 += (double) cen[(size_t) blockIdx.x * d + k] * (double) cen[(size_t) blockIdx.x * d + k];
+		/*
+		 * Roundings: the float8 sums, relative (d + 4) 2^-52; the centring
+		 * fl(x - c), 2^-53 of |y| <= |centre| + radius.  Generously.
+		 */
+		rad[blockIdx.x] = nextafterf((float) (sqrt(m) * (1.0 + (double) (d + 8) * 0x1p-40) +
+											  sqrt(cn2) * 0x1p-40 + 1e-300), INFINITY);
+	}
+}
+
+/*
+ * Tile pairs that may hold a pair within eps: |cen_a - cen_b| <= rad_a +
+ * rad_b + eps_hi, with |cen_a - cen_b| computed in float4 and shrunk by a
+ * margin for its roundings ((d + 4) 2^-23 of the squared sum, each term a
+ * square, so the sum is at least (1 - (d + 4) 2^-23) of the true one).
+ */
+__global__ void
+prune_kernel(const float *cen, const float *rad, int d, unsigned int nt, double eps_hi,
+			 unsigned long long *list, unsigned long long *nlist)
+{
+	unsigned long long t = (unsigned long long) blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned long long ntp = (unsigned long long) nt * (nt + 1) / 2;
+	unsigned int bi,
+				bj;
+
+	if (t >= ntp)
+		return;
+	{
+		double		b = 2.0 * nt + 1.0;
+		long long	r = (long long) ((b - sqrt(b * b - 8.0 * (double) t)) / 2.0);
+		auto		start = [nt] (long long q) {
+			return (unsigned long long) (q * (long long) nt - q * (q - 1) / 2);
+		};
+
+		if (r < 0)
+			r = 0;
+		while (r > 0 && start(r) > t)
+			r--;
+		while (r + 1 < (long long) nt && start(r + 1) <= t)
+			r++;
+		bi = (unsigned int) r;
+		bj = (unsigned int) (r + (long long) (t - start(r)));
+	}
+
+	bool		keep = true;
+
+	if (bi != bj)
+	{
+		float		s2 = 0.0f;
+		const float *ca = cen + (size_t) bi * d,
+				   *cb = cen + (size_t) bj * d;
+
+		for (int k = 0; k < d; k++)
+		{
+			float		u = ca[k] - cb[k];
+
+			s2 += u * u;
+		}
+		double		lower = sqrt((double) s2 * (1.0 - (double) (d + 4) * 0x1p-22));
+		double		reach = (double) rad[bi] + (double) rad[bj] + eps_hi;
+
+		keep = !(lower > reach * (1.0 + 0x1p-20));
+	}
+	if (keep)
+	{
+		unsigned long long slot = atomicAdd(nlist, 1ull);
+
+		list[slot] = ((unsigned long long) bi << 32) | bj;
+	}
+}
+
+/* ---------- the join ---------- */
 
 __device__ __forceinline__ void
 mma_f16(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
@@ -236,7 +448,8 @@ brute_kernel(BruteDev g, BruteBatch b)
 					bj;
 		float		acc[4][8][4];
 
-		tile_of(t, g.ntiles, &bi, &bj);
+		bi = (unsigned int) (b.list[t] >> 32);
+		bj = (unsigned int) b.list[t];
 #pragma unroll
 		for (int mf = 0; mf < 4; mf++)
 #pragma unroll
@@ -372,10 +585,11 @@ brute_kernel(BruteDev g, BruteBatch b)
 
 				i = row0 + mf * 16 + 8 * hf;
 				j = col0 + nf * 8 + e;
-				hit = contract_within(x + (size_t) i * g.d, x + (size_t) j * g.d, g.d, g.thr, &s);
+				hit = contract_within(x + (size_t) g.order[i] * g.d, x + (size_t) g.order[j] * g.d,
+									  g.d, g.thr, &s);
 			}
 			stage_hit(b, st, nst, lane, hit, i, j, s,
-					  [] (unsigned int p) { return (long long) p; });
+					  [&] (unsigned int p) { return (long long) g.order[p]; });
 		}
 	}
 	flush_stage(st, nst, b, lane);
@@ -396,7 +610,7 @@ brute_kernel(BruteDev g, BruteBatch b)
 template <typename T>
 static TcStatus
 prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &plan,
-		unsigned int npad, TcError *err)
+		unsigned int npad, unsigned long long **list, unsigned long long *nlist, TcError *err)
 {
 	unsigned int n = (unsigned int) a->n;
 	int			d = a->d;
@@ -425,16 +639,101 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 	memcpy(&maxabs, &maxbits, sizeof(maxabs));
 	tc_f16_plan(&plan, d, thr, maxabs);
 
+	/* The order: recursive bisection down to single tiles. */
+	unsigned int ntiles = npad / BT;
+	unsigned int *d_order,
+			   *d_order2,
+			   *d_key,
+			   *d_key2,
+			   *d_off;
+	float	   *d_dir;
+	void	   *d_tmp = NULL;
+	size_t		tmp_have = 0;
+	unsigned int seg_tiles = 1;
+
+	while (seg_tiles < ntiles)
+		seg_tiles *= 2;
+	if ((st = dev_alloc(g, (void **) &d_order, sizeof(unsigned int) * n, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_order2, sizeof(unsigned int) * n, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_key, sizeof(unsigned int) * n, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_key2, sizeof(unsigned int) * n, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_off, sizeof(unsigned int) * (ntiles + 2), err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_dir, sizeof(float) * (size_t) d * (ntiles / 2 + 1), err)) != TC_OK)
+		return st;
+	iota_kernel<<<(n + 255) / 256, 256, 0, s>>>(n, d_order);
+	CHECK(cudaGetLastError());
+	for (; seg_tiles > 1; seg_tiles /= 2)
+	{
+		unsigned int seg = seg_tiles * BT;
+		unsigned int nseg = (n + seg - 1) / seg;
+		size_t		need = 0;
+
+		dir_kernel<T><<<nseg, DIR_SAMPLE, 0, s>>>((const T *) bd.x, d, d_c, d_order, n, seg, d_dir);
+		CHECK(cudaGetLastError());
+		proj_kernel<T><<<(unsigned int) (((size_t) n * WARP + 255) / 256), 256, 0, s>>>(
+			(const T *) bd.x, d, d_order, n, seg, d_dir, d_key);
+		CHECK(cudaGetLastError());
+		seg_offsets_kernel<<<(nseg + 1 + 255) / 256, 256, 0, s>>>(n, seg, nseg, d_off);
+		CHECK(cudaGetLastError());
+		CHECK(cub::DeviceSegmentedRadixSort::SortPairs(NULL, need, d_key, d_key2, d_order, d_order2,
+													   (int) n, (int) nseg, d_off, d_off + 1, 0, 32, s));
+		if (need > tmp_have)
+		{
+			if (d_tmp)
+				dev_free(g, d_tmp);
+			if ((st = dev_alloc(g, &d_tmp, need, err)) != TC_OK)
+				return st;
+			tmp_have = need;
+		}
+		CHECK(cub::DeviceSegmentedRadixSort::SortPairs(d_tmp, need, d_key, d_key2, d_order, d_order2,
+													   (int) n, (int) nseg, d_off, d_off + 1, 0, 32, s));
+		std::swap(d_order, d_order2);
+	}
+	CHECK(cudaStreamSynchronize(s));
+	if (d_tmp)
+		dev_free(g, d_tmp);
+	dev_free(g, d_order2);
+	dev_free(g, d_key);
+	dev_free(g, d_key2);
+	dev_free(g, d_off);
+	dev_free(g, d_dir);
+	bd.order = d_order;
+
+	/* Tile bounds, then the tile pairs that may hold a pair within eps. */
+	float	   *d_cen,
+			   *d_rad;
+	unsigned long long ntp = (unsigned long long) ntiles * (ntiles + 1) / 2;
+	unsigned long long *d_list,
+			   *d_nlist;
+
+	if ((st = dev_alloc(g, (void **) &d_cen, sizeof(float) * (size_t) d * ntiles, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_rad, sizeof(float) * ntiles, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_list, sizeof(unsigned long long) * ntp, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_nlist, sizeof(unsigned long long), err)) != TC_OK)
+		return st;
+	bounds_kernel<T><<<ntiles, BT, 0, s>>>((const T *) bd.x, d, d_c, d_order, n, d_cen, d_rad);
+	CHECK(cudaGetLastError());
+	CHECK(cudaMemsetAsync(d_nlist, 0, sizeof(unsigned long long), s));
+	prune_kernel<<<(unsigned int) ((ntp + 255) / 256), 256, 0, s>>>(d_cen, d_rad, d, ntiles,
+																   2.0 * plan.e_half / plan.sigma,
+																   d_list, d_nlist);
+	CHECK(cudaGetLastError());
+	CHECK(cudaMemcpyAsync(nlist, d_nlist, sizeof(unsigned long long), cudaMemcpyDeviceToHost, s));
+	*list = d_list;
+
 	if ((st = dev_alloc(g, (void **) &d_h, sizeof(__half) * (size_t) npad * plan.dpad, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_q, sizeof(float) * npad, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_rc, sizeof(float) * npad, err)) != TC_OK)
 		return st;
 	convert_kernel<T><<<(unsigned int) (((size_t) npad * WARP + 255) / 256), 256, 0, s>>>(
-		(const T *) bd.x, n, npad, d, plan.dpad, d_c, plan, d_h, d_q, d_rc);
+		(const T *) bd.x, n, npad, d, plan.dpad, d_c, d_order, plan, d_h, d_q, d_rc);
 	CHECK(cudaGetLastError());
 	CHECK(cudaStreamSynchronize(s));
 	dev_free(g, d_c);
 	dev_free(g, d_max);
+	dev_free(g, d_cen);
+	dev_free(g, d_rad);
+	dev_free(g, d_nlist);
 	bd.h = d_h;
 	bd.q = d_q;
 	bd.rc = d_rc;
@@ -455,6 +754,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	void	   *d_x;
 	BruteDev	bd;
 	TcF16Plan	plan;
+	unsigned long long *d_list = NULL,
+				nlist = 0;
 	unsigned int capacity;
 	int			major = 0,
 				sms = 0;
@@ -491,8 +792,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	bd.d = a->d;
 	bd.thr = thr;
 	bd.ntiles = npad / BT;
-	st = a->type == TC_FLOAT4 ? prepare<float>(g, a, thr, bd, plan, npad, err) :
-		prepare<double>(g, a, thr, bd, plan, npad, err);
+	st = a->type == TC_FLOAT4 ? prepare<float>(g, a, thr, bd, plan, npad, &d_list, &nlist, err) :
+		prepare<double>(g, a, thr, bd, plan, npad, &d_list, &nlist, err);
 	if (st != TC_OK)
 		return st;
 
@@ -531,7 +832,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * of pairs per candidate seen so far (at first, one tile's worth).
 	 */
 	double		t1 = tc_now();
-	unsigned long long ntp = (unsigned long long) bd.ntiles * (bd.ntiles + 1) / 2;
+	unsigned long long ntp = nlist;	/* tile pairs that pruning kept */
 	unsigned long long lo = 0;
 	double		rate = 1.0;
 	int			pending = -1,
@@ -552,6 +853,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			cudaStream_t s = g->stream[cur];
 
 			hi = std::min(ntp, lo + want);
+			bb.list = d_list;
 			bb.lo = lo;
 			bb.hi = hi;
 			bb.queue = d_cnt + 2 + cur;
