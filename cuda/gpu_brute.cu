@@ -47,6 +47,7 @@
 #define BRUTE_CAPACITY (8u << 20)	/* result buffer, pairs */
 #define BRUTE_MIN_CAPACITY (BT * BT)	/* one tile's pairs, at least */
 #define BRUTE_BATCH_PAIRS 4e9	/* candidate pairs per batch at most */
+#define BAND_PAIRS (1ull << 24)	/* tile pairs pruned at a time: a 128 MB list */
 
 struct BruteDev
 {
@@ -337,21 +338,22 @@ bounds_kernel(const T *x, int d, const double *c, const unsigned int *order, uns
 }
 
 /*
- * Tile pairs that may hold a pair within eps: |cen_a - cen_b| <= rad_a +
+ * Of the tile pairs [t0, t1) of the upper triangle, row by row, those that
+ * may hold a pair within eps: |cen_a - cen_b| <= rad_a +
  * rad_b + eps_hi, with |cen_a - cen_b| computed in float4 and shrunk by a
  * margin for its roundings ((d + 4) 2^-23 of the squared sum, each term a
  * square, so the sum is at least (1 - (d + 4) 2^-23) of the true one).
  */
 __global__ void
 prune_kernel(const float *cen, const float *rad, int d, unsigned int nt, double eps_hi,
-			 unsigned long long *list, unsigned long long *nlist)
+			 unsigned long long t0, unsigned long long t1, unsigned long long *list,
+			 unsigned long long *nlist)
 {
-	unsigned long long t = (unsigned long long) blockIdx.x * blockDim.x + threadIdx.x;
-	unsigned long long ntp = (unsigned long long) nt * (nt + 1) / 2;
+	unsigned long long t = t0 + (unsigned long long) blockIdx.x * blockDim.x + threadIdx.x;
 	unsigned int bi,
 				bj;
 
-	if (t >= ntp)
+	if (t >= t1)
 		return;
 	{
 		double		b = 2.0 * nt + 1.0;
@@ -610,7 +612,7 @@ brute_kernel(BruteDev g, BruteBatch b)
 template <typename T>
 static TcStatus
 prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &plan,
-		unsigned int npad, unsigned long long **list, unsigned long long *nlist, TcError *err)
+		unsigned int npad, float **cen, float **rad, TcError *err)
 {
 	unsigned int n = (unsigned int) a->n;
 	int			d = a->d;
@@ -699,27 +701,17 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 	dev_free(g, d_dir);
 	bd.order = d_order;
 
-	/* Tile bounds, then the tile pairs that may hold a pair within eps. */
+	/* Tile bounds, for pruning tile pairs. */
 	float	   *d_cen,
 			   *d_rad;
-	unsigned long long ntp = (unsigned long long) ntiles * (ntiles + 1) / 2;
-	unsigned long long *d_list,
-			   *d_nlist;
 
 	if ((st = dev_alloc(g, (void **) &d_cen, sizeof(float) * (size_t) d * ntiles, err)) != TC_OK ||
-		(st = dev_alloc(g, (void **) &d_rad, sizeof(float) * ntiles, err)) != TC_OK ||
-		(st = dev_alloc(g, (void **) &d_list, sizeof(unsigned long long) * ntp, err)) != TC_OK ||
-		(st = dev_alloc(g, (void **) &d_nlist, sizeof(unsigned long long), err)) != TC_OK)
+		(st = dev_alloc(g, (void **) &d_rad, sizeof(float) * ntiles, err)) != TC_OK)
 		return st;
 	bounds_kernel<T><<<ntiles, BT, 0, s>>>((const T *) bd.x, d, d_c, d_order, n, d_cen, d_rad);
 	CHECK(cudaGetLastError());
-	CHECK(cudaMemsetAsync(d_nlist, 0, sizeof(unsigned long long), s));
-	prune_kernel<<<(unsigned int) ((ntp + 255) / 256), 256, 0, s>>>(d_cen, d_rad, d, ntiles,
-																   2.0 * plan.e_half / plan.sigma,
-																   d_list, d_nlist);
-	CHECK(cudaGetLastError());
-	CHECK(cudaMemcpyAsync(nlist, d_nlist, sizeof(unsigned long long), cudaMemcpyDeviceToHost, s));
-	*list = d_list;
+	*cen = d_cen;
+	*rad = d_rad;
 
 	if ((st = dev_alloc(g, (void **) &d_h, sizeof(__half) * (size_t) npad * plan.dpad, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_q, sizeof(float) * npad, err)) != TC_OK ||
@@ -731,9 +723,7 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 	CHECK(cudaStreamSynchronize(s));
 	dev_free(g, d_c);
 	dev_free(g, d_max);
-	dev_free(g, d_cen);
-	dev_free(g, d_rad);
-	dev_free(g, d_nlist);
+
 	bd.h = d_h;
 	bd.q = d_q;
 	bd.rc = d_rc;
@@ -754,8 +744,10 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	void	   *d_x;
 	BruteDev	bd;
 	TcF16Plan	plan;
-	unsigned long long *d_list = NULL,
-				nlist = 0;
+	float	   *d_cen = NULL,
+			   *d_rad = NULL;
+	unsigned long long *d_list,
+			   *d_nlist;
 	unsigned int capacity;
 	int			major = 0,
 				sms = 0;
@@ -792,8 +784,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	bd.d = a->d;
 	bd.thr = thr;
 	bd.ntiles = npad / BT;
-	st = a->type == TC_FLOAT4 ? prepare<float>(g, a, thr, bd, plan, npad, &d_list, &nlist, err) :
-		prepare<double>(g, a, thr, bd, plan, npad, &d_list, &nlist, err);
+	st = a->type == TC_FLOAT4 ? prepare<float>(g, a, thr, bd, plan, npad, &d_cen, &d_rad, err) :
+		prepare<double>(g, a, thr, bd, plan, npad, &d_cen, &d_rad, err);
 	if (st != TC_OK)
 		return st;
 
@@ -832,87 +824,118 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * of pairs per candidate seen so far (at first, one tile's worth).
 	 */
 	double		t1 = tc_now();
-	unsigned long long ntp = nlist;	/* tile pairs that pruning kept */
-	unsigned long long lo = 0;
 	double		rate = 1.0;
-	int			pending = -1,
-				cur = 0;
+	unsigned long long ntp_all = (unsigned long long) bd.ntiles * (bd.ntiles + 1) / 2;
+	auto		row_start = [&bd] (unsigned long long r) {
+		return r * bd.ntiles - r * (r - 1) / 2;
+	};
 
-	while (lo < ntp || pending >= 0)
+	if ((st = dev_alloc(g, (void **) &d_list, sizeof(*d_list) * BAND_PAIRS, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_nlist, sizeof(*d_nlist), err)) != TC_OK)
+		return st;
+	for (unsigned long long r0 = 0; r0 < bd.ntiles;)
 	{
-		int			launched = -1;
-		unsigned long long hi = lo;
+		/* A band of tile rows with at most BAND_PAIRS pairs (one row at least). */
+		unsigned long long r1 = r0 + 1;
+		unsigned long long ntp = 0;
+		unsigned long long lo = 0;
+		int			pending = -1,
+					cur = 0;
 
-		if (lo < ntp)
+		while (r1 < bd.ntiles && row_start(r1 + 1) - row_start(r0) <= BAND_PAIRS)
+			r1++;
 		{
-			double		per_tile = (double) BT * BT;
-			unsigned long long want = (unsigned long long) std::max(1.0,
-																	std::min(0.8 * capacity / (per_tile * rate),
-																			 BRUTE_BATCH_PAIRS / per_tile));
-			BruteBatch	bb;
-			cudaStream_t s = g->stream[cur];
+			unsigned long long t0b = row_start(r0),
+						t1b = r1 < bd.ntiles ? row_start(r1) : ntp_all;
 
-			hi = std::min(ntp, lo + want);
-			bb.list = d_list;
-			bb.lo = lo;
-			bb.hi = hi;
-			bb.queue = d_cnt + 2 + cur;
-			bb.pairs = d_pairs[cur];
-			bb.capacity = capacity;
-			bb.count = d_meta[cur];
-			bb.overflow = d_meta[cur] + 1;
-			bb.candidates = d_cnt;
-			bb.rechecked = d_cnt + 1;
-			bb.abort = g->d_abort;
-			CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 2, s));
-			CHECK(cudaMemsetAsync(d_cnt + 2 + cur, 0, sizeof(*d_cnt), s));
-			if (a->type == TC_FLOAT4)
-				brute_kernel<float><<<(unsigned int) std::min((unsigned long long) sms * 4, hi - lo),
-					BRUTE_THREADS, 0, s>>>(bd, bb);
-			else
-				brute_kernel<double><<<(unsigned int) std::min((unsigned long long) sms * 4, hi - lo),
-					BRUTE_THREADS, 0, s>>>(bd, bb);
+			CHECK(cudaMemsetAsync(d_nlist, 0, sizeof(*d_nlist), g->stream[0]));
+			prune_kernel<<<(unsigned int) ((t1b - t0b + 255) / 256), 256, 0, g->stream[0]>>>(
+				d_cen, d_rad, bd.d, bd.ntiles, 2.0 * plan.e_half / plan.sigma, t0b, t1b, d_list, d_nlist);
 			CHECK(cudaGetLastError());
-			CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 2,
-								  cudaMemcpyDeviceToHost, s));
-			launched = cur;
-			stats->gpu_batches++;
-		}
-		if (pending >= 0)
-		{
-			double		td = tc_now();
-
-			if ((st = drain(g, g->stream[pending], d_pairs[pending], h_meta[pending][0],
-							sink, stats, err)) != TC_OK)
+			CHECK(cudaMemcpyAsync(&ntp, d_nlist, sizeof(ntp), cudaMemcpyDeviceToHost, g->stream[0]));
+			if ((st = wait_stream(g, g->stream[0], sink, err)) != TC_OK)
 				return st;
-			stats->gpu_drain_seconds += tc_now() - td;
-			pending = -1;
+			stats->gpu_tile_pairs += t1b - t0b;
+			stats->gpu_tile_pairs_kept += ntp;
 		}
-		if (launched >= 0)
-		{
-			double		tw = tc_now();
+		r0 = r1;
 
-			if ((st = wait_stream(g, g->stream[launched], sink, err)) != TC_OK)
-				return st;
-			stats->gpu_wait_seconds += tc_now() - tw;
-			if (h_meta[launched][1] != 0)
+		while (lo < ntp || pending >= 0)
+		{
+			int			launched = -1;
+			unsigned long long hi = lo;
+
+			if (lo < ntp)
 			{
-				/* Overflow: rerun fewer tiles; the rate was too low. */
-				rate = std::min(1.0, rate * 4);
-				if (hi - lo == 1)
-				{
-					err->status = TC_ERR_INTERNAL;
-					snprintf(err->message, sizeof(err->message),
-							 "a GPU tile overflowed its result buffer");
-					return TC_ERR_INTERNAL;
-				}
-				continue;
+				double		per_tile = (double) BT * BT;
+				unsigned long long want = (unsigned long long) std::max(1.0,
+																		std::min(0.8 * capacity / (per_tile * rate),
+																				 BRUTE_BATCH_PAIRS / per_tile));
+				BruteBatch	bb;
+				cudaStream_t s = g->stream[cur];
+
+				hi = std::min(ntp, lo + want);
+				bb.list = d_list;
+				bb.lo = lo;
+				bb.hi = hi;
+				bb.queue = d_cnt + 2 + cur;
+				bb.pairs = d_pairs[cur];
+				bb.capacity = capacity;
+				bb.count = d_meta[cur];
+				bb.overflow = d_meta[cur] + 1;
+				bb.candidates = d_cnt;
+				bb.rechecked = d_cnt + 1;
+				bb.abort = g->d_abort;
+				CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 2, s));
+				CHECK(cudaMemsetAsync(d_cnt + 2 + cur, 0, sizeof(*d_cnt), s));
+				if (a->type == TC_FLOAT4)
+					brute_kernel<float><<<(unsigned int) std::min((unsigned long long) sms * 4, hi - lo),
+						BRUTE_THREADS, 0, s>>>(bd, bb);
+				else
+					brute_kernel<double><<<(unsigned int) std::min((unsigned long long) sms * 4, hi - lo),
+						BRUTE_THREADS, 0, s>>>(bd, bb);
+				CHECK(cudaGetLastError());
+				CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 2,
+									  cudaMemcpyDeviceToHost, s));
+				launched = cur;
+				stats->gpu_batches++;
 			}
-			rate = std::min(1.0, std::max(1e-7, 1.5 * h_meta[launched][0] /
-										  ((double) (hi - lo) * BT * BT)));
-			pending = launched;
-			cur ^= 1;
-			lo = hi;
+			if (pending >= 0)
+			{
+				double		td = tc_now();
+
+				if ((st = drain(g, g->stream[pending], d_pairs[pending], h_meta[pending][0],
+								sink, stats, err)) != TC_OK)
+					return st;
+				stats->gpu_drain_seconds += tc_now() - td;
+				pending = -1;
+			}
+			if (launched >= 0)
+			{
+				double		tw = tc_now();
+
+				if ((st = wait_stream(g, g->stream[launched], sink, err)) != TC_OK)
+					return st;
+				stats->gpu_wait_seconds += tc_now() - tw;
+				if (h_meta[launched][1] != 0)
+				{
+					/* Overflow: rerun fewer tiles; the rate was too low. */
+					rate = std::min(1.0, rate * 4);
+					if (hi - lo == 1)
+					{
+						err->status = TC_ERR_INTERNAL;
+						snprintf(err->message, sizeof(err->message),
+								 "a GPU tile overflowed its result buffer");
+						return TC_ERR_INTERNAL;
+					}
+					continue;
+				}
+				rate = std::min(1.0, std::max(1e-7, 1.5 * h_meta[launched][0] /
+											  ((double) (hi - lo) * BT * BT)));
+				pending = launched;
+				cur ^= 1;
+				lo = hi;
+			}
 		}
 	}
 	{

@@ -145,6 +145,9 @@ typedef struct TcJoinStats
 	double		gpu_kernel_seconds; /* the kernels, by device events */
 	double		gpu_wait_seconds;	/* the host waiting for kernels */
 	double		gpu_drain_seconds;	/* pairs copied to the host and emitted */
+	/* GPU brute force: tile pairs of the triangle, and those pruning kept. */
+	uint64_t	gpu_tile_pairs;
+	uint64_t	gpu_tile_pairs_kept;
 } TcJoinStats;
 
 typedef struct TcJoin TcJoin;

@@ -498,9 +498,10 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 		double		flops = 2.0 * (double) n * (double) n * o->d;
 
 		printf("  brute force: %.1f TFLOP/s end to end, %.1f TFLOP/s in the join phase, "
-			   "%.4f%% of candidates rechecked\n",
+			   "%.4f%% of candidates rechecked, %llu of %llu tile pairs kept by pruning\n",
 			   flops / med->wall / 1e12, st->join_seconds > 0 ? flops / st->join_seconds / 1e12 : 0.0,
-			   st->candidates ? 100.0 * (double) st->rechecked / (double) st->candidates : 0.0);
+			   st->candidates ? 100.0 * (double) st->rechecked / (double) st->candidates : 0.0,
+			   (unsigned long long) st->gpu_tile_pairs_kept, (unsigned long long) st->gpu_tile_pairs);
 	}
 }
 
