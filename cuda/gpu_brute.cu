@@ -8,8 +8,12 @@
  * then per point its FP16 coordinates h (rows padded to a multiple of 16
  * with zeros), and the filter's per-point values q and rc (fp16_filter.h).
  *
+ * Points are ordered by recursive bisection so that each 128-point tile is
+ * compact; each tile gets a centre and a radius, and a tile pair whose
+ * balls lie more than eps apart is never joined (tile pruning).
+ *
  * The join: 128 x 128 tiles of point pairs, only those on or above the
- * diagonal (each unordered pair once).  A block of four warps (2 x 2, each
+ * diagonal (each unordered pair once) that pruning kept.  A block of four warps (2 x 2, each
  * 64 x 64) stages 32 FP16 dimensions of both tiles in shared memory at a
  * time and runs mma.sync m16n8k16 (FP16 inputs, FP32 accumulation) over
  * them.  The epilogue drops every pair that tc_f16_drop proves to lie
