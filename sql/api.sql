@@ -462,6 +462,19 @@ SELECT NOT tensor_cores AS off_ok, rechecked = 0 AS rechecked_ok FROM tc_last_st
 SET tcjoin.tensor_cores = auto;
 SELECT * FROM diff($$SELECT * FROM tc_selfjoin('base', 'v8', 0.2)$$, 'TABLE ref8');
 RESET tcjoin.tensor_cores;
+-- On the CPU, brute force from 48 dimensions filters in float4 first:
+-- rechecked counts what the filter kept, every pair and far from every
+-- candidate.
+SET tcjoin.device = cpu;
+SELECT setseed(0.25);
+CREATE TABLE hd AS
+  SELECT i AS id, (SELECT array_agg(random()::real) FROM generate_series(1, 64) WHERE i > 0) AS v
+    FROM generate_series(1, 300) i;
+SELECT count(*) > 0 AS some_pairs FROM tc_selfjoin('hd', 'v', 2.9, 'id', method => 'brute');
+SELECT rechecked BETWEEN pairs AND candidates / 2 AS rechecked_ok, candidates = 300 * 299 / 2 AS all_candidates
+  FROM tc_last_stats();
+DROP TABLE hd;
+RESET tcjoin.device;
 
 --
 -- Composition: LATERAL, CTEs, subqueries, prepared statements.
