@@ -23,10 +23,10 @@
  * per stage into a bounded buffer, and a batch of tiles that overflows it is
  * rerun smaller (gpu_join.h), so no pair is lost.
  *
- * This first version loads tiles with plain 16-byte loads and fragments
- * with 32-bit shared-memory loads (the padded rows make both conflict-free);
- * cp.async pipelining, ldmatrix and Hopper's wgmma come next, measured
- * against it.
+ * Tiles are staged with cp.async, the next K slice copying while the
+ * tensor cores work on this one; fragments come from 32-bit shared-memory
+ * loads (the padded rows make them conflict-free).  ldmatrix, a deeper
+ * pipeline and Hopper's wgmma come next, measured against this.
  */
 #include <cub/cub.cuh>
 #include <cuda_fp16.h>
@@ -47,6 +47,8 @@
 #define SROW (KT + 8)			/* padded shared row, in halves */
 #define BRUTE_THREADS 128		/* 2 x 2 warps of 64 x 64 */
 #define BRUTE_WARPS (BRUTE_THREADS / WARP)
+/* Two buffers of both tiles' KT-dimension slices: 40 KB, dynamic. */
+#define TILE_SMEM (2 * 2 * BT * SROW * (int) sizeof(__half))
 
 #define BRUTE_CAPACITY (8u << 20)	/* result buffer, pairs */
 #define BRUTE_MIN_CAPACITY (BT * BT)	/* one tile's pairs, at least */
@@ -405,6 +407,29 @@ prune_kernel(const float *cen, const float *rad, int d, unsigned int nt, double 
 
 /* ---------- the join ---------- */
 
+/* 16 bytes global -> shared, asynchronously; zero-filled when !in. */
+__device__ __forceinline__ void
+cp_async16(void *smem, const void *gmem, bool in)
+{
+	unsigned int saddr = (unsigned int) __cvta_generic_to_shared(smem);
+
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+				 :: "r"(saddr), "l"(gmem), "r"(in ? 16 : 0));
+}
+
+__device__ __forceinline__ void
+cp_async_commit(void)
+{
+	asm volatile("cp.async.commit_group;");
+}
+
+/* All but the most recent group of copies have landed. */
+__device__ __forceinline__ void
+cp_async_wait_1(void)
+{
+	asm volatile("cp.async.wait_group 1;" ::: "memory");
+}
+
 __device__ __forceinline__ void
 mma_f16(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
 {
@@ -419,8 +444,7 @@ __global__ void
 __launch_bounds__(BRUTE_THREADS)
 brute_kernel(BruteDev g, BruteBatch b)
 {
-	__shared__ __align__(16) __half sa[BT * SROW];
-	__shared__ __align__(16) __half sb[BT * SROW];
+	extern __shared__ __align__(16) __half tiles[];	/* [2 buffers][2 tiles][BT * SROW] */
 	__shared__ Stage stages[BRUTE_WARPS];
 	__shared__ unsigned long long s_tile;
 	const int	tid = threadIdx.x;
@@ -464,26 +488,43 @@ brute_kernel(BruteDev g, BruteBatch b)
 				for (int e = 0; e < 4; e++)
 					acc[mf][nf][e] = 0.0f;
 
-		for (int k0 = 0; k0 < g.dpad; k0 += KT)
-		{
-			__syncthreads();
-			/* Both tiles' rows, KT halves each, 16 bytes a load. */
+		/*
+		 * K in chunks of KT: the next chunk's copies (cp.async, 16 bytes
+		 * each, zero-filled past dpad) run while the tensor cores work on
+		 * this one, in two shared-memory buffers.
+		 */
+		const int	nk = (g.dpad + KT - 1) / KT;
+		auto		load_chunk = [&] (int buf, int k0) {
+			__half	   *sa = tiles + buf * 2 * BT * SROW;
+			__half	   *sb = sa + BT * SROW;
+
 			for (int v = tid; v < BT * (KT / 8); v += BRUTE_THREADS)
 			{
 				int			row = v / (KT / 8);
 				int			c8 = v % (KT / 8);
 				int			kk = k0 + c8 * 8;
-				uint4		va = make_uint4(0, 0, 0, 0),
-							vb = make_uint4(0, 0, 0, 0);
+				bool		in = kk < g.dpad;
 
-				if (kk < g.dpad)
-				{
-					va = *(const uint4 *) (g.h + ((size_t) bi * BT + row) * g.dpad + kk);
-					vb = *(const uint4 *) (g.h + ((size_t) bj * BT + row) * g.dpad + kk);
-				}
-				*(uint4 *) (sa + row * SROW + c8 * 8) = va;
-				*(uint4 *) (sb + row * SROW + c8 * 8) = vb;
+				cp_async16(sa + row * SROW + c8 * 8,
+						   in ? g.h + ((size_t) bi * BT + row) * g.dpad + kk : g.h, in);
+				cp_async16(sb + row * SROW + c8 * 8,
+						   in ? g.h + ((size_t) bj * BT + row) * g.dpad + kk : g.h, in);
 			}
+			cp_async_commit();
+		};
+
+		load_chunk(0, 0);
+		for (int kc = 0; kc < nk; kc++)
+		{
+			const __half *sa = tiles + (kc & 1) * 2 * BT * SROW;
+			const __half *sb = sa + BT * SROW;
+			const int	k0 = kc * KT;
+
+			if (kc + 1 < nk)
+				load_chunk((kc + 1) & 1, k0 + KT);
+			else
+				cp_async_commit();	/* an empty group keeps the count */
+			cp_async_wait_1();
 			__syncthreads();
 #pragma unroll
 			for (int ks = 0; ks < KT; ks += 16)
@@ -517,6 +558,8 @@ brute_kernel(BruteDev g, BruteBatch b)
 					for (int nf = 0; nf < 8; nf++)
 						mma_f16(acc[mf][nf], af[mf], bf[nf]);
 			}
+			/* Every warp is done with this buffer before it is refilled. */
+			__syncthreads();
 		}
 
 		/*
@@ -827,6 +870,10 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * Batches of tile pairs: as many as should fit the buffer at the rate
 	 * of pairs per candidate seen so far (at first, one tile's worth).
 	 */
+	/* With the staging buffers, more than the 48 KB a block gets by default. */
+	CHECK(cudaFuncSetAttribute(brute_kernel<float>, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
+	CHECK(cudaFuncSetAttribute(brute_kernel<double>, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
+
 	double		t1 = tc_now();
 	double		rate = 1.0;
 	unsigned long long ntp_all = (unsigned long long) bd.ntiles * (bd.ntiles + 1) / 2;
@@ -894,10 +941,10 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				CHECK(cudaMemsetAsync(d_cnt + 2 + cur, 0, sizeof(*d_cnt), s));
 				if (a->type == TC_FLOAT4)
 					brute_kernel<float><<<(unsigned int) std::min((unsigned long long) sms * 4, hi - lo),
-						BRUTE_THREADS, 0, s>>>(bd, bb);
+						BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
 				else
 					brute_kernel<double><<<(unsigned int) std::min((unsigned long long) sms * 4, hi - lo),
-						BRUTE_THREADS, 0, s>>>(bd, bb);
+						BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
 				CHECK(cudaGetLastError());
 				CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 2,
 									  cudaMemcpyDeviceToHost, s));
