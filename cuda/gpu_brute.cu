@@ -24,9 +24,9 @@
  * rerun smaller (gpu_join.h), so no pair is lost.
  *
  * Tiles are staged with cp.async, the next K slice copying while the
- * tensor cores work on this one; fragments come from 32-bit shared-memory
- * loads (the padded rows make them conflict-free).  ldmatrix, a deeper
- * pipeline and Hopper's wgmma come next, measured against this.
+ * tensor cores work on this one; fragments come by ldmatrix (the padded
+ * rows keep its eight row reads conflict-free).  A deeper pipeline and
+ * Hopper's wgmma come next, measured against this.
  */
 #include <cub/cub.cuh>
 #include <cuda_fp16.h>
@@ -423,6 +423,17 @@ cp_async_commit(void)
 	asm volatile("cp.async.commit_group;");
 }
 
+/* Four 8 x 8 matrices of halves from shared memory, one per lane group. */
+__device__ __forceinline__ void
+ldmatrix_x4(uint32_t (&r)[4], const __half *row)
+{
+	unsigned int saddr = (unsigned int) __cvta_generic_to_shared(row);
+
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+				 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+				 : "r"(saddr));
+}
+
 /* All but the most recent group of copies have landed. */
 __device__ __forceinline__ void
 cp_async_wait_1(void)
@@ -534,23 +545,27 @@ brute_kernel(BruteDev g, BruteBatch b)
 
 				if (k0 + ks >= g.dpad)
 					break;
+				/*
+				 * ldmatrix: lane l names row (l & 7) of 8 x 8 matrix l / 8.
+				 * A's four are (rows 0-7 | 8-15) x (k 0-7 | 8-15), giving
+				 * a0..a3; B's, per pair of 8-candidate fragments, are
+				 * (candidates 0-7 | 8-15) x (k 0-7 | 8-15).
+				 */
 #pragma unroll
 				for (int mf = 0; mf < 4; mf++)
-				{
-					const __half *r0 = sa + (wm * 64 + mf * 16 + gr) * SROW + ks + 2 * tg;
-
-					af[mf][0] = *(const uint32_t *) r0;
-					af[mf][1] = *(const uint32_t *) (r0 + 8 * SROW);
-					af[mf][2] = *(const uint32_t *) (r0 + 8);
-					af[mf][3] = *(const uint32_t *) (r0 + 8 * SROW + 8);
-				}
+					ldmatrix_x4(af[mf], sa + (wm * 64 + mf * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * SROW +
+								ks + (lane >> 4) * 8);
 #pragma unroll
-				for (int nf = 0; nf < 8; nf++)
+				for (int nf = 0; nf < 8; nf += 2)
 				{
-					const __half *c0 = sb + (wn * 64 + nf * 8 + gr) * SROW + ks + 2 * tg;
+					uint32_t	r[4];
 
-					bf[nf][0] = *(const uint32_t *) c0;
-					bf[nf][1] = *(const uint32_t *) (c0 + 8);
+					ldmatrix_x4(r, sb + (wn * 64 + nf * 8 + (lane & 7) + (lane >> 4) * 8) * SROW +
+								ks + ((lane >> 3) & 1) * 8);
+					bf[nf][0] = r[0];
+					bf[nf][1] = r[1];
+					bf[nf + 1][0] = r[2];
+					bf[nf + 1][1] = r[3];
 				}
 #pragma unroll
 				for (int mf = 0; mf < 4; mf++)
@@ -940,10 +955,10 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 2, s));
 				CHECK(cudaMemsetAsync(d_cnt + 2 + cur, 0, sizeof(*d_cnt), s));
 				if (a->type == TC_FLOAT4)
-					brute_kernel<float><<<(unsigned int) std::min((unsigned long long) sms * 4, hi - lo),
+					brute_kernel<float><<<(unsigned int) std::min((unsigned long long) sms * 2, hi - lo),
 						BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
 				else
-					brute_kernel<double><<<(unsigned int) std::min((unsigned long long) sms * 4, hi - lo),
+					brute_kernel<double><<<(unsigned int) std::min((unsigned long long) sms * 2, hi - lo),
 						BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
 				CHECK(cudaGetLastError());
 				CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 2,
