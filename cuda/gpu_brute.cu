@@ -656,17 +656,7 @@ brute_kernel(BruteDev g, BruteBatch b)
 					  [&] (unsigned int p) { return (long long) g.order[p]; });
 		}
 	}
-	flush_stage(st, nst, b, lane);
-	for (int off = WARP / 2; off > 0; off /= 2)
-	{
-		cand += __shfl_down_sync(FULL_MASK, cand, off);
-		rech += __shfl_down_sync(FULL_MASK, rech, off);
-	}
-	if (lane == 0)
-	{
-		atomicAdd(b.candidates, cand);
-		atomicAdd(b.rechecked, rech);
-	}
+	finish_warp(b, st, nst, lane, cand, rech);
 }
 
 /* ---------- host ---------- */
@@ -904,9 +894,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		/* A band of tile rows with at most BAND_PAIRS pairs (one row at least). */
 		unsigned long long r1 = r0 + 1;
 		unsigned long long ntp = 0;
-		unsigned long long lo = 0;
-		int			pending = -1,
-					cur = 0;
 
 		while (r1 < bd.ntiles && row_start(r1 + 1) - row_start(r0) <= BAND_PAIRS)
 			r1++;
@@ -926,83 +913,50 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		}
 		r0 = r1;
 
-		while (lo < ntp || pending >= 0)
-		{
-			int			launched = -1;
-			unsigned long long hi = lo;
+		/* As many tile pairs as should fit the buffer at the rate seen. */
+		auto		next = [&] (unsigned long long lo, double r, double *bound) {
+			double		per_tile = (double) BT * BT;
+			unsigned long long want = (unsigned long long) std::max(1.0,
+																	std::min(0.8 * capacity / (per_tile * r),
+																			 BRUTE_BATCH_PAIRS / per_tile));
+			unsigned long long hi = std::min(ntp, lo + want);
 
-			if (lo < ntp)
-			{
-				double		per_tile = (double) BT * BT;
-				unsigned long long want = (unsigned long long) std::max(1.0,
-																		std::min(0.8 * capacity / (per_tile * rate),
-																				 BRUTE_BATCH_PAIRS / per_tile));
-				BruteBatch	bb;
-				cudaStream_t s = g->stream[cur];
+			*bound = (double) (hi - lo) * per_tile;
+			return hi;
+		};
+		auto		launch = [&] (int cur, unsigned long long lo, unsigned long long hi) -> TcStatus {
+			BruteBatch	bb;
+			cudaStream_t s = g->stream[cur];
+			unsigned int blocks = (unsigned int) std::min((unsigned long long) sms * 2, hi - lo);
 
-				hi = std::min(ntp, lo + want);
-				bb.list = d_list;
-				bb.lo = lo;
-				bb.hi = hi;
-				bb.queue = d_cnt + 2 + cur;
-				bb.pairs = d_pairs[cur];
-				bb.capacity = capacity;
-				bb.count = d_meta[cur];
-				bb.overflow = d_meta[cur] + 1;
-				bb.candidates = d_cnt;
-				bb.rechecked = d_cnt + 1;
-				bb.abort = g->d_abort;
-				CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 2, s));
-				CHECK(cudaMemsetAsync(d_cnt + 2 + cur, 0, sizeof(*d_cnt), s));
-				if (a->type == TC_FLOAT4)
-					brute_kernel<float><<<(unsigned int) std::min((unsigned long long) sms * 2, hi - lo),
-						BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
-				else
-					brute_kernel<double><<<(unsigned int) std::min((unsigned long long) sms * 2, hi - lo),
-						BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
-				CHECK(cudaGetLastError());
-				CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 2,
-									  cudaMemcpyDeviceToHost, s));
-				launched = cur;
-				stats->gpu_batches++;
-			}
-			if (pending >= 0)
-			{
-				double		td = tc_now();
+			bb.list = d_list;
+			bb.lo = lo;
+			bb.hi = hi;
+			bb.queue = d_cnt + 2 + cur;
+			bb.pairs = d_pairs[cur];
+			bb.capacity = capacity;
+			bb.count = d_meta[cur];
+			bb.overflow = d_meta[cur] + 1;
+			bb.candidates = d_cnt;
+			bb.rechecked = d_cnt + 1;
+			bb.abort = g->d_abort;
+			CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 2, s));
+			CHECK(cudaMemsetAsync(d_cnt + 2 + cur, 0, sizeof(*d_cnt), s));
+			CHECK(cudaEventRecord(g->kev[cur][0], s));
+			if (a->type == TC_FLOAT4)
+				brute_kernel<float><<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
+			else
+				brute_kernel<double><<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
+			CHECK(cudaGetLastError());
+			CHECK(cudaEventRecord(g->kev[cur][1], s));
+			CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 2,
+								  cudaMemcpyDeviceToHost, s));
+			return TC_OK;
+		};
 
-				if ((st = drain(g, g->stream[pending], d_pairs[pending], h_meta[pending][0],
-								sink, stats, err)) != TC_OK)
-					return st;
-				stats->gpu_drain_seconds += tc_now() - td;
-				pending = -1;
-			}
-			if (launched >= 0)
-			{
-				double		tw = tc_now();
-
-				if ((st = wait_stream(g, g->stream[launched], sink, err)) != TC_OK)
-					return st;
-				stats->gpu_wait_seconds += tc_now() - tw;
-				if (h_meta[launched][1] != 0)
-				{
-					/* Overflow: rerun fewer tiles; the rate was too low. */
-					rate = std::min(1.0, rate * 4);
-					if (hi - lo == 1)
-					{
-						err->status = TC_ERR_INTERNAL;
-						snprintf(err->message, sizeof(err->message),
-								 "a GPU tile overflowed its result buffer");
-						return TC_ERR_INTERNAL;
-					}
-					continue;
-				}
-				rate = std::min(1.0, std::max(1e-7, 1.5 * h_meta[launched][0] /
-											  ((double) (hi - lo) * BT * BT)));
-				pending = launched;
-				cur ^= 1;
-				lo = hi;
-			}
-		}
+		if ((st = run_batches(g, ntp, d_pairs, h_meta, rate, next, launch, "tile", sink, stats,
+							  err)) != TC_OK)
+			return st;
 	}
 	{
 		unsigned long long cnt[2] = {0, 0};

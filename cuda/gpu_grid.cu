@@ -222,11 +222,7 @@ join_kernel(GridDev g, BatchDev b)
 			});
 		}
 	}
-	flush_stage(st, n, b, lane);
-	for (int off = WARP / 2; off > 0; off /= 2)
-		cand += __shfl_down_sync(FULL_MASK, cand, off);
-	if (lane == 0)
-		atomicAdd(b.candidates, cand);
+	finish_warp(b, st, n, lane, cand, 0ull);
 }
 
 /* ---------- the tensor-core filter ---------- */
@@ -423,17 +419,7 @@ join_tc_kernel(GridDev g, BatchDev b)
 			scan(g.cell_start[p], g.cell_start[p + 1], false);
 		});
 	}
-	flush_stage(st, n, b, lane);
-	for (int off = WARP / 2; off > 0; off /= 2)
-	{
-		cand += __shfl_down_sync(FULL_MASK, cand, off);
-		rech += __shfl_down_sync(FULL_MASK, rech, off);
-	}
-	if (lane == 0)
-	{
-		atomicAdd(b.candidates, cand);
-		atomicAdd(b.rechecked, rech);
-	}
+	finish_warp(b, st, n, lane, cand, rech);
 }
 
 /* Cell key of every point. */
@@ -876,16 +862,8 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 	int			sms = 0,
 				major = 0;
 	double		rate = 1.0;		/* pairs per unit of bound, conservatively */
-	unsigned int lo = 0;
-	int			pending = -1;
-	int			cur = 0;
 	bool		tc;
 
-	for (int i = 0; i < 4; i++)
-	{
-		CHECK(cudaEventCreate(&g->kev[i / 2][i % 2]));
-		g->nkev++;
-	}
 	CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->device));
 	CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, g->device));
 	tc = use_tensor_cores(params, a->d, major);
@@ -897,100 +875,62 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 		return TC_ERR_INVALID;
 	}
 	stats->tensor_cores = tc;
-	while (lo < nitems || pending >= 0)
-	{
-		int			launched = -1;
-		unsigned int hi = lo;
+
+	/* As many items as should fit the buffer at the rate seen. */
+	auto		next = [&] (unsigned long long lo, double r, double *bound) {
+		unsigned long long hi = lo;
 		double		sum = 0;
 
-		if (lo < nitems)
-		{
-			/* As many items as should fit the buffer at the rate seen. */
-			while (hi < nitems &&
-				   (hi == lo ||
-					((sum + (double) h_bounds[hi]) * rate <= 0.8 * capacity &&
-					 sum + (double) h_bounds[hi] <= MAX_BATCH_CANDIDATES)))
-				sum += (double) h_bounds[hi++];
+		while (hi < nitems &&
+			   (hi == lo ||
+				((sum + (double) h_bounds[hi]) * r <= 0.8 * capacity &&
+				 sum + (double) h_bounds[hi] <= MAX_BATCH_CANDIDATES)))
+			sum += (double) h_bounds[hi++];
+		*bound = sum;
+		return hi;
+	};
+	auto		launch = [&] (int cur, unsigned long long lo, unsigned long long hi) -> TcStatus {
+		BatchDev	bd;
+		unsigned int blocks = std::min((unsigned int) sms * 8,
+									   (unsigned int) (hi - lo + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK);
+		cudaStream_t s = g->stream[cur];
 
-			BatchDev	bd;
-			unsigned int blocks = std::min((unsigned int) sms * 8,
-										   (hi - lo + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK);
-			cudaStream_t s = g->stream[cur];
+		bd.items = d_items2;
+		bd.item_nq = d_item_nq;
+		bd.lo = (unsigned int) lo;
+		bd.hi = (unsigned int) hi;
+		bd.count = d_meta[cur];
+		bd.overflow = d_meta[cur] + 1;
+		bd.queue = d_meta[cur] + 2;
+		bd.pairs = d_pairs[cur];
+		bd.capacity = capacity;
+		bd.candidates = d_cand;
+		bd.rechecked = d_cand + 1;
+		bd.abort = g->d_abort;
+		CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 4, s));
+		CHECK(cudaEventRecord(g->kev[cur][0], s));
+		if (!tc)
+			join_kernel<<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+		else if (a->d <= 4)
+			join_tc_kernel<1><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+		else if (a->d <= 8)
+			join_tc_kernel<2><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+		else if (a->d <= 12)
+			join_tc_kernel<3><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+		else if (a->d <= 16)
+			join_tc_kernel<4><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+		else
+			join_tc_kernel<0><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+		CHECK(cudaGetLastError());
+		CHECK(cudaEventRecord(g->kev[cur][1], s));
+		CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 4,
+							  cudaMemcpyDeviceToHost, s));
+		return TC_OK;
+	};
 
-			bd.items = d_items2;
-			bd.item_nq = d_item_nq;
-			bd.lo = lo;
-			bd.hi = hi;
-			bd.count = d_meta[cur];
-			bd.overflow = d_meta[cur] + 1;
-			bd.queue = d_meta[cur] + 2;
-			bd.pairs = d_pairs[cur];
-			bd.capacity = capacity;
-			bd.candidates = d_cand;
-			bd.rechecked = d_cand + 1;
-			bd.abort = g->d_abort;
-			CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 4, s));
-			CHECK(cudaEventRecord(g->kev[cur][0], s));
-			if (!tc)
-				join_kernel<<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
-			else if (a->d <= 4)
-				join_tc_kernel<1><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
-			else if (a->d <= 8)
-				join_tc_kernel<2><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
-			else if (a->d <= 12)
-				join_tc_kernel<3><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
-			else if (a->d <= 16)
-				join_tc_kernel<4><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
-			else
-				join_tc_kernel<0><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
-			CHECK(cudaGetLastError());
-			CHECK(cudaEventRecord(g->kev[cur][1], s));
-			CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 4,
-								  cudaMemcpyDeviceToHost, s));
-			launched = cur;
-			stats->gpu_batches++;
-		}
-		if (pending >= 0)
-		{
-			/* The previous batch's pairs, while this one computes. */
-			double		td = tc_now();
-
-			if ((st = drain(g, g->stream[pending], d_pairs[pending], h_meta[pending][0],
-							sink, stats, err)) != TC_OK)
-				return st;
-			stats->gpu_drain_seconds += tc_now() - td;
-			pending = -1;
-		}
-		if (launched >= 0)
-		{
-			double		tw = tc_now();
-			float		ms = 0;
-
-			if ((st = wait_stream(g, g->stream[launched], sink, err)) != TC_OK)
-				return st;
-			stats->gpu_wait_seconds += tc_now() - tw;
-			CHECK(cudaEventElapsedTime(&ms, g->kev[launched][0], g->kev[launched][1]));
-			stats->gpu_kernel_seconds += ms / 1e3;
-			if (h_meta[launched][1] != 0)
-			{
-				/* Overflow: rerun fewer items; the rate was too low. */
-				rate = std::min(1.0, rate * 4);
-				if (hi - lo == 1)
-				{
-					err->status = TC_ERR_INTERNAL;
-					snprintf(err->message, sizeof(err->message),
-							 "a GPU work item overflowed its result buffer");
-					return TC_ERR_INTERNAL;
-				}
-				continue;
-			}
-			if (sum > 0)
-				rate = std::min(1.0, std::max(1e-6, 1.5 * h_meta[launched][0] / sum));
-			pending = launched;
-			cur ^= 1;
-			lo = hi;
-		}
-	}
+	if ((st = run_batches(g, nitems, d_pairs, h_meta, rate, next, launch, "work item",
+						  sink, stats, err)) != TC_OK)
+		return st;
 	{
 		unsigned long long cnt[2] = {0, 0};
 

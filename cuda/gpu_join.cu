@@ -128,22 +128,24 @@ tc_gpu_join_free(TcGpuJoin *g)
 }
 
 /*
- * Wait for a stream, polling the sink about every millisecond (the poll may
- * longjmp; tc_gpu_join_free then stops the kernel through the abort flag).
+ * Wait until query() stops answering cudaErrorNotReady, polling the sink
+ * about every millisecond (the poll may longjmp; tc_gpu_join_free then
+ * stops the kernel through the abort flag).
  */
-TcStatus
-wait_stream(TcGpuJoin *g, cudaStream_t s, const TcSink *sink, TcError *err)
+template <typename Q>
+static TcStatus
+wait_for(TcGpuJoin *g, Q query, const char *what, const TcSink *sink, TcError *err)
 {
 	double		next_poll = 0;
 
 	for (;;)
 	{
-		cudaError_t rc = cudaStreamQuery(s);
+		cudaError_t rc = query();
 
 		if (rc == cudaSuccess)
 			return TC_OK;
 		if (rc != cudaErrorNotReady)
-			return gpu_error(err, "cudaStreamQuery", rc);
+			return gpu_error(err, what, rc);
 		if (sink->poll && tc_now() >= next_poll)
 		{
 			if (sink->poll(sink->arg) != 0)
@@ -153,8 +155,14 @@ wait_stream(TcGpuJoin *g, cudaStream_t s, const TcSink *sink, TcError *err)
 			}
 			next_poll = tc_now() + 0.001;
 		}
-		usleep(20);
+		usleep(10);
 	}
+}
+
+TcStatus
+wait_stream(TcGpuJoin *g, cudaStream_t s, const TcSink *sink, TcError *err)
+{
+	return wait_for(g, [s] { return cudaStreamQuery(s); }, "cudaStreamQuery", sink, err);
 }
 
 /* Hand the batch's pairs (already in TcPair layout) to the sink. */
@@ -172,31 +180,10 @@ emit_pairs(const TcPair *pairs, size_t count, const TcSink *sink, TcJoinStats *s
 	return TC_OK;
 }
 
-/* As wait_stream, for an event. */
 TcStatus
 wait_event(TcGpuJoin *g, cudaEvent_t ev, const TcSink *sink, TcError *err)
 {
-	double		next_poll = 0;
-
-	for (;;)
-	{
-		cudaError_t rc = cudaEventQuery(ev);
-
-		if (rc == cudaSuccess)
-			return TC_OK;
-		if (rc != cudaErrorNotReady)
-			return gpu_error(err, "cudaEventQuery", rc);
-		if (sink->poll && tc_now() >= next_poll)
-		{
-			if (sink->poll(sink->arg) != 0)
-			{
-				request_abort(g);
-				return TC_STOPPED;
-			}
-			next_poll = tc_now() + 0.001;
-		}
-		usleep(10);
-	}
+	return wait_for(g, [ev] { return cudaEventQuery(ev); }, "cudaEventQuery", sink, err);
 }
 
 /* The pinned ring: the process's cached one when free, else this join's. */
@@ -312,6 +299,11 @@ gpu_join_begin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params
 	{
 		CHECK(cudaStreamCreateWithFlags(&g->stream[i], cudaStreamNonBlocking));
 		g->nstreams++;
+	}
+	for (int i = 0; i < 4; i++)
+	{
+		CHECK(cudaEventCreate(&g->kev[i / 2][i % 2]));
+		g->nkev++;
 	}
 	CHECK(cudaStreamCreateWithFlags(&g->abort_stream, cudaStreamNonBlocking));
 	g->have_abort_stream = true;

@@ -10,6 +10,9 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "gpu.h"
 
 #define WARP 32
@@ -134,6 +137,29 @@ stage_hit(const B &b, Stage &st, int &n, int lane, bool hit, unsigned int q,
 	__syncwarp();
 }
 
+/*
+ * A warp's last act: append what it staged, and add its counts of pairs
+ * evaluated and pairs a filter kept to the batch's totals (one atomic each
+ * per warp).
+ */
+template <typename B>
+__device__ void
+finish_warp(const B &b, Stage &st, int &n, int lane, unsigned long long cand,
+			unsigned long long rech)
+{
+	flush_stage(st, n, b, lane);
+	for (int off = WARP / 2; off > 0; off /= 2)
+	{
+		cand += __shfl_down_sync(FULL_MASK, cand, off);
+		rech += __shfl_down_sync(FULL_MASK, rech, off);
+	}
+	if (lane == 0)
+	{
+		atomicAdd(b.candidates, cand);
+		atomicAdd(b.rechecked, rech);
+	}
+}
+
 /* ---------- host ---------- */
 
 struct TcGpuJoin
@@ -203,5 +229,84 @@ extern TcStatus drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsi
 extern TcStatus gpu_join_begin(TcGpuJoin **handle, const TcPoints *a,
 							   const TcJoinParams *params, const TcSink *sink,
 							   TcJoinStats *stats, TcError *err);
+
+/*
+ * Work units [0, n) in batches through the two result buffers, one per
+ * stream.  next(lo, rate, &bound) picks a batch [lo, hi) and the bound on
+ * its pairs; launch(cur, lo, hi) enqueues it on g->stream[cur]: the kernel
+ * between g->kev[cur][0] and [1], writing d_pairs[cur], then its pair count
+ * and overflow flag copied to h_meta[cur][0] and [1].  While one batch
+ * computes, the previous one is drained to the sink; a batch that overflows
+ * is dropped and rerun smaller, so no pair is lost.  rate: pairs per unit
+ * of bound seen so far, which sizes the next batch.
+ */
+template <typename Next, typename Launch>
+TcStatus
+run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
+			unsigned int *const *h_meta, double &rate, Next next, Launch launch,
+			const char *unit, const TcSink *sink, TcJoinStats *stats, TcError *err)
+{
+	unsigned long long lo = 0;
+	int			pending = -1,
+				cur = 0;
+	TcStatus	st;
+
+	while (lo < n || pending >= 0)
+	{
+		int			launched = -1;
+		unsigned long long hi = lo;
+		double		bound = 0;
+
+		if (lo < n)
+		{
+			hi = next(lo, rate, &bound);
+			if ((st = launch(cur, lo, hi)) != TC_OK)
+				return st;
+			launched = cur;
+			stats->gpu_batches++;
+		}
+		if (pending >= 0)
+		{
+			/* The previous batch's pairs, while this one computes. */
+			double		td = tc_now();
+
+			if ((st = drain(g, g->stream[pending], d_pairs[pending], h_meta[pending][0],
+							sink, stats, err)) != TC_OK)
+				return st;
+			stats->gpu_drain_seconds += tc_now() - td;
+			pending = -1;
+		}
+		if (launched >= 0)
+		{
+			double		tw = tc_now();
+			float		ms = 0;
+
+			if ((st = wait_stream(g, g->stream[launched], sink, err)) != TC_OK)
+				return st;
+			stats->gpu_wait_seconds += tc_now() - tw;
+			CHECK(cudaEventElapsedTime(&ms, g->kev[launched][0], g->kev[launched][1]));
+			stats->gpu_kernel_seconds += ms / 1e3;
+			if (h_meta[launched][1] != 0)
+			{
+				/* Overflow: rerun fewer units; the rate was too low. */
+				rate = rate * 4 < 1.0 ? rate * 4 : 1.0;
+				if (hi - lo == 1)
+				{
+					err->status = TC_ERR_INTERNAL;
+					snprintf(err->message, sizeof(err->message),
+							 "a GPU %s overflowed its result buffer", unit);
+					return TC_ERR_INTERNAL;
+				}
+				continue;
+			}
+			if (bound > 0)
+				rate = std::min(1.0, std::max(1e-7, 1.5 * h_meta[launched][0] / bound));
+			pending = launched;
+			cur ^= 1;
+			lo = hi;
+		}
+	}
+	return TC_OK;
+}
 
 #endif							/* TCJOIN_GPU_JOIN_H */

@@ -25,6 +25,16 @@ tc_gpu_list(TcGpuInfo *out, int max, char *reason, size_t reasonlen)
 	return tc_gpu_count(reason, reasonlen);
 }
 
+/* Every join: no handle, and the reason. */
+static TcStatus
+no_gpu(TcGpuJoin **handle, TcError *err)
+{
+	*handle = NULL;
+	err->status = TC_ERR_NO_GPU;
+	snprintf(err->message, sizeof(err->message), "%s", no_cuda);
+	return TC_ERR_NO_GPU;
+}
+
 TcStatus
 tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params,
 				const TcGridPlan *plan, double thr, const TcSink *sink,
@@ -36,10 +46,7 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 	(void) thr;
 	(void) sink;
 	(void) stats;
-	*handle = NULL;
-	err->status = TC_ERR_NO_GPU;
-	snprintf(err->message, sizeof(err->message), "%s", no_cuda);
-	return TC_ERR_NO_GPU;
+	return no_gpu(handle, err);
 }
 
 TcStatus
@@ -51,10 +58,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	(void) thr;
 	(void) sink;
 	(void) stats;
-	*handle = NULL;
-	err->status = TC_ERR_NO_GPU;
-	snprintf(err->message, sizeof(err->message), "%s", no_cuda);
-	return TC_ERR_NO_GPU;
+	return no_gpu(handle, err);
 }
 
 void
