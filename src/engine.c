@@ -224,7 +224,7 @@ run_gpu(TcJoin *join, TcError *err)
 	st = tc_grid_plan(join, false, &plan, err);
 	if (st != TC_OK)
 		return st;
-	if (plan.brute || join->params.method == TC_METHOD_BRUTE)
+	if (join->params.method == TC_METHOD_BRUTE)
 		plan.k = 0;				/* one cell: every pair is a candidate */
 	return tc_gpu_selfjoin(&join->gpu, &join->a, &join->params, &plan, join->thr,
 						   join->sink, &join->stats, err);

@@ -23,6 +23,18 @@ OUT=${OUT:-/tmp/tcjoin-gpu-out}
 mkdir -p "$OUT"
 PASSED=0 FAILED=0
 
+# Add a program's closing "N passed, N failed" line to the totals; a log
+# without one (a crash, a build failure) counts as one failure.
+add_counts() {
+    local line
+    line=$(tail -1 "$1" 2>/dev/null)
+    if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        PASSED=$((PASSED + BASH_REMATCH[1])) FAILED=$((FAILED + BASH_REMATCH[2]))
+    else
+        FAILED=$((FAILED + 1))
+    fi
+}
+
 if [ -f .device/pg-up.sh ] && ! command -v pg_config >/dev/null; then
     . .device/pg-up.sh .device/pg15-portable.tar.xz
 fi
@@ -51,26 +63,15 @@ if [ -n "$STRESS" ]; then
     echo "== the tensor cores' FP16 accumulation against the filter's error model"
     nvcc -O2 -std=c++17 -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90a,code=sm_90a \
         -o "$OUT/mma_error" test/gpu/mma_error.cu && "$OUT/mma_error" 100 | tee "$OUT/mma_error.log"
-    line=$(tail -1 "$OUT/mma_error.log" 2>/dev/null)
-    if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-        PASSED=$((PASSED + BASH_REMATCH[1])) FAILED=$((FAILED + BASH_REMATCH[2]))
-    else
-        FAILED=$((FAILED + 1))
-    fi
+    add_counts "$OUT/mma_error.log"
 
     echo "== GPU against CPU"
-    . src/engine_sources.mk 2>/dev/null || true
     cc -std=gnu11 -O2 -g -Wall -Werror -ffp-contract=off -pthread -Isrc -Icuda \
         -o "$OUT/gpu_vs_cpu" test/gpu/gpu_vs_cpu.c src/engine.c src/grid_plan.c src/cpu_grid.c \
         src/cpu_brute.c src/cpu_filter.c cuda/gpu_device.o cuda/gpu_join.o cuda/gpu_grid.o cuda/gpu_brute.o \
         -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
     timeout 400 "$OUT/gpu_vs_cpu" $QUICK --seconds "${STRESS_SECONDS:-200}" | tee "$OUT/gpu_vs_cpu.log"
-    line=$(tail -1 "$OUT/gpu_vs_cpu.log")
-    if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-        PASSED=$((PASSED + BASH_REMATCH[1])) FAILED=$((FAILED + BASH_REMATCH[2]))
-    else
-        FAILED=$((FAILED + 1))
-    fi
+    add_counts "$OUT/gpu_vs_cpu.log"
 fi
 
 if [ -n "$BENCH" ]; then
