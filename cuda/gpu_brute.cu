@@ -185,50 +185,76 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int dpad,
  * tile.  Any order is correct; a compact one lets whole tile pairs go.
  */
 #define DIR_SAMPLE 256
+#define DIR_THREADS 512
 
-/* Per segment: a direction, p2 - p1, of two far-apart sampled points. */
+/*
+ * Per segment: a direction, p2 - p1, of two far-apart sampled points (p1
+ * the farthest sample from the segment's first point, p2 the farthest from
+ * p1).  A warp per sampled point reads its row coalesced.
+ */
 template <typename T>
 __global__ void
-dir_kernel(const T *x, int d, const double *c, const unsigned int *order, unsigned int n,
-		   unsigned int seg, float *dir)
+__launch_bounds__(DIR_THREADS)
+dir_kernel(const T *x, int d, const unsigned int *order, unsigned int n, unsigned int seg, float *dir)
 {
 	__shared__ float s_d[DIR_SAMPLE];
-	__shared__ unsigned int s_p[DIR_SAMPLE];
 	__shared__ unsigned int s_far;
+	const int	lane = threadIdx.x % WARP;
+	const int	warp = threadIdx.x / WARP;
 	unsigned int s0 = blockIdx.x * seg;
 	unsigned int len = min(seg, n - s0);
 	unsigned int stride = max(1u, len / DIR_SAMPLE);
-	unsigned int me = s0 + threadIdx.x * stride;
-	bool		have = threadIdx.x * stride < len;
 	unsigned int from = order[s0];
 
 	for (int round = 0; round < 2; round++)
 	{
-		float		dd = -1.0f;
-
-		if (have)
+		for (int t = warp; t < DIR_SAMPLE; t += DIR_THREADS / WARP)
 		{
-			unsigned int pa = order[me];
+			float		dd = -1.0f;
 
-			dd = 0.0f;
-			for (int k = 0; k < d; k++)
+			if ((unsigned int) t * stride < len)
 			{
-				float		u = (float) ((double) x[(size_t) pa * d + k] - (double) x[(size_t) from * d + k]);
+				const T    *pa = x + (size_t) order[s0 + t * stride] * d;
+				const T    *pf = x + (size_t) from * d;
 
-				dd += u * u;
+				dd = 0.0f;
+				for (int k = lane; k < d; k += WARP)
+				{
+					float		u = (float) ((double) pa[k] - (double) pf[k]);
+
+					dd += u * u;
+				}
+				for (int off = WARP / 2; off > 0; off /= 2)
+					dd += __shfl_down_sync(FULL_MASK, dd, off);
 			}
+			if (lane == 0)
+				s_d[t] = dd;
 		}
-		s_d[threadIdx.x] = dd;
-		s_p[threadIdx.x] = have ? order[me] : from;
 		__syncthreads();
-		if (threadIdx.x == 0)
+		if (warp == 0)
 		{
-			unsigned int best = 0;
+			float		best = -2.0f;
+			int			bt = 0;
 
-			for (int t = 1; t < DIR_SAMPLE; t++)
-				if (s_d[t] > s_d[best])
-					best = t;
-			s_far = s_p[best];
+			for (int t = lane; t < DIR_SAMPLE; t += WARP)
+				if (s_d[t] > best)
+				{
+					best = s_d[t];
+					bt = t;
+				}
+			for (int off = WARP / 2; off > 0; off /= 2)
+			{
+				float		ob = __shfl_down_sync(FULL_MASK, best, off);
+				int			ot = __shfl_down_sync(FULL_MASK, bt, off);
+
+				if (ob > best || (ob == best && ot < bt))
+				{
+					best = ob;
+					bt = ot;
+				}
+			}
+			if (lane == 0)
+				s_far = order[s0 + (unsigned int) bt * stride];
 		}
 		__syncthreads();
 		if (round == 0)
@@ -238,7 +264,6 @@ dir_kernel(const T *x, int d, const double *c, const unsigned int *order, unsign
 	for (int k = threadIdx.x; k < d; k += blockDim.x)
 		dir[(size_t) blockIdx.x * d + k] = (float) ((double) x[(size_t) s_far * d + k] -
 													(double) x[(size_t) from * d + k]);
-	(void) c;
 }
 
 /* Sort key of each position: its projection on its segment's direction. */
@@ -344,43 +369,58 @@ bounds_kernel(const T *x, int d, const double *c, const unsigned int *order, uns
 }
 
 /*
- * Of the tile pairs [t0, t1) of the upper triangle, row by row, those that
- * may hold a pair within eps: |cen_a - cen_b| <= rad_a +
- * rad_b + eps_hi, with |cen_a - cen_b| computed in float4 and shrunk by a
- * margin for its roundings ((d + 4) 2^-23 of the squared sum, each term a
- * square, so the sum is at least (1 - (d + 4) 2^-23) of the true one).
+ * Tile pairs are enumerated, and joined, in squares of PRUNE_SQ x PRUNE_SQ:
+ * the blocks at work at any time then share a few dozen tiles, which stay
+ * in L2 (row by row, each block would bring its own second tile).
  */
+#define PRUNE_SQ 16
+
+/*
+ * Of the tile pairs in squares [u0, u1) (squares numbered row by row over
+ * the upper triangle of the nsq x nsq squares; pairs off the triangle are
+ * skipped), those that may hold a pair within eps: |cen_a - cen_b| <=
+ * rad_a + rad_b + eps_hi, with |cen_a - cen_b| computed in float4 and
+ * shrunk by a margin for its roundings ((d + 4) 2^-23 of the squared sum,
+ * each term a square, so the sum is at least (1 - (d + 4) 2^-23) of the
+ * true one).  Appended with one atomic per warp, so the list keeps roughly
+ * the square order.
+ */
+__device__ __forceinline__ unsigned long long
+tri_start(unsigned long long r, unsigned long long m)
+{
+	return r * m - r * (r - 1) / 2;		/* first entry of row r, m x m triangle */
+}
+
 __global__ void
 prune_kernel(const float *cen, const float *rad, int d, unsigned int nt, double eps_hi,
-			 unsigned long long t0, unsigned long long t1, unsigned long long *list,
+			 unsigned long long u0, unsigned long long u1, unsigned long long *list,
 			 unsigned long long *nlist)
 {
-	unsigned long long t = t0 + (unsigned long long) blockIdx.x * blockDim.x + threadIdx.x;
-	unsigned int bi,
-				bj;
+	const unsigned long long nsq = (nt + PRUNE_SQ - 1) / PRUNE_SQ;
+	unsigned long long t = (unsigned long long) blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned long long u = u0 + t / (PRUNE_SQ * PRUNE_SQ);
+	unsigned int l = (unsigned int) (t % (PRUNE_SQ * PRUNE_SQ));
+	int			lane = threadIdx.x % WARP;
+	bool		keep = u < u1;
+	unsigned long long bi = 0,
+				bj = 0;
 
-	if (t >= t1)
-		return;
+	if (keep)
 	{
-		double		b = 2.0 * nt + 1.0;
-		long long	r = (long long) ((b - sqrt(b * b - 8.0 * (double) t)) / 2.0);
-		auto		start = [nt] (long long q) {
-			return (unsigned long long) (q * (long long) nt - q * (q - 1) / 2);
-		};
+		double		b = 2.0 * (double) nsq + 1.0;
+		long long	r = (long long) ((b - sqrt(b * b - 8.0 * (double) u)) / 2.0);
 
 		if (r < 0)
 			r = 0;
-		while (r > 0 && start(r) > t)
+		while (r > 0 && tri_start(r, nsq) > u)
 			r--;
-		while (r + 1 < (long long) nt && start(r + 1) <= t)
+		while (r + 1 < (long long) nsq && tri_start(r + 1, nsq) <= u)
 			r++;
-		bi = (unsigned int) r;
-		bj = (unsigned int) (r + (long long) (t - start(r)));
+		bi = (unsigned long long) r * PRUNE_SQ + l / PRUNE_SQ;
+		bj = (r + (u - tri_start(r, nsq))) * PRUNE_SQ + l % PRUNE_SQ;
+		keep = bi < nt && bj < nt && bj >= bi;
 	}
-
-	bool		keep = true;
-
-	if (bi != bj)
+	if (keep && bj != bi)
 	{
 		float		s2 = 0.0f;
 		const float *ca = cen + (size_t) bi * d,
@@ -388,21 +428,26 @@ prune_kernel(const float *cen, const float *rad, int d, unsigned int nt, double 
 
 		for (int k = 0; k < d; k++)
 		{
-			float		u = ca[k] - cb[k];
+			float		v = ca[k] - cb[k];
 
-			s2 += u * u;
+			s2 += v * v;
 		}
 		double		lower = sqrt((double) s2 * (1.0 - (double) (d + 4) * 0x1p-22));
 		double		reach = (double) rad[bi] + (double) rad[bj] + eps_hi;
 
 		keep = !(lower > reach * (1.0 + 0x1p-20));
 	}
-	if (keep)
-	{
-		unsigned long long slot = atomicAdd(nlist, 1ull);
 
-		list[slot] = ((unsigned long long) bi << 32) | bj;
-	}
+	unsigned int m = __ballot_sync(FULL_MASK, keep);
+	unsigned long long base = 0;
+
+	if (m == 0)
+		return;
+	if (lane == __ffs(m) - 1)
+		base = atomicAdd(nlist, (unsigned long long) __popc(m));
+	base = __shfl_sync(FULL_MASK, base, __ffs(m) - 1);
+	if (keep)
+		list[base + __popc(m & ((1u << lane) - 1))] = (bi << 32) | bj;
 }
 
 /* ---------- the join ---------- */
@@ -450,6 +495,52 @@ mma_f16(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
 				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+
+/*
+ * The epilogue's second stage: each lane checks the pairs its bits in keep
+ * name with the contract's sum, one a round, and the warp stages the hits
+ * together.  pos(bit, &i, &j) gives a bit's pair of positions.
+ */
+template <typename T, int W, typename S, typename Pos>
+__device__ __forceinline__ void
+recheck_kept(const BruteDev &g, const BruteBatch &b, S &st, int &nst, int lane, uint32_t (&keep)[W],
+			 unsigned long long &rech, Pos pos)
+{
+	const T    *x = (const T *) g.x;
+
+#pragma unroll
+	for (int w = 0; w < W; w++)
+		rech += __popc(keep[w]);
+	for (;;)
+	{
+		int			bit = -1;
+		bool		hit = false;
+		double		s = 0.0;
+		unsigned int i = 0,
+					j = 0;
+
+#pragma unroll
+		for (int w = 0; w < W; w++)
+			if (bit < 0 && keep[w] != 0)
+			{
+				int			lo = __ffs(keep[w]) - 1;
+
+				keep[w] &= keep[w] - 1;
+				bit = w * 32 + lo;
+			}
+		if (!__any_sync(FULL_MASK, bit >= 0))
+			break;
+		if (bit >= 0)
+		{
+			pos(bit, &i, &j);
+			hit = contract_within(x + (size_t) g.order[i] * g.d, x + (size_t) g.order[j] * g.d,
+								  g.d, g.thr, &s);
+		}
+		stage_hit(b, st, nst, lane, hit, i, j, s,
+				  [&] (unsigned int p) { return (long long) g.order[p]; });
+	}
+}
+
 template <typename T>
 __global__ void
 __launch_bounds__(BRUTE_THREADS)
@@ -465,7 +556,6 @@ brute_kernel(BruteDev g, BruteBatch b)
 	const int	wn = warp & 1;
 	const int	gr = lane >> 2;
 	const int	tg = lane & 3;
-	const T    *x = (const T *) g.x;
 	Stage	   &st = stages[warp];
 	int			nst = 0;
 	unsigned long long cand = 0,
@@ -621,42 +711,201 @@ brute_kernel(BruteDev g, BruteBatch b)
 							keep[bit >> 5] |= 1u << (bit & 31);
 					}
 			}
-		rech += __popc(keep[0]) + __popc(keep[1]) + __popc(keep[2]) + __popc(keep[3]);
-		for (;;)
-		{
-			int			bit = -1;
-			bool		hit = false;
-			double		s = 0.0;
-			unsigned int i = 0,
-						j = 0;
-
-			for (int w = 0; w < 4 && bit < 0; w++)
-				if (keep[w] != 0)
-				{
-					int			lo = __ffs(keep[w]) - 1;
-
-					keep[w] &= keep[w] - 1;
-					bit = w * 32 + lo;
-				}
-			if (!__any_sync(FULL_MASK, bit >= 0))
-				break;
-			if (bit >= 0)
-			{
-				int			e = bit & 1,
-							nf = (bit >> 1) & 7,
-							hf = (bit >> 4) & 1,
-							mf = bit >> 5;
-
-				i = row0 + mf * 16 + 8 * hf;
-				j = col0 + nf * 8 + e;
-				hit = contract_within(x + (size_t) g.order[i] * g.d, x + (size_t) g.order[j] * g.d,
-									  g.d, g.thr, &s);
-			}
-			stage_hit(b, st, nst, lane, hit, i, j, s,
-					  [&] (unsigned int p) { return (long long) g.order[p]; });
-		}
+		recheck_kept<T>(g, b, st, nst, lane, keep, rech, [&] (int bit, unsigned int *i, unsigned int *j) {
+			*i = row0 + (bit >> 5) * 16 + 8 * ((bit >> 4) & 1);
+			*j = col0 + ((bit >> 1) & 7) * 8 + (bit & 1);
+		});
 	}
 	finish_warp(b, st, nst, lane, cand, rech);
+}
+
+/*
+ * ---------- the join on Hopper: wgmma (sm_90a) ----------
+ *
+ * The same tiles, epilogue and queue as brute_kernel; the product runs on
+ * warpgroup MMAs (wgmma.m64n128k16, both operands from shared memory).  A
+ * block is two warpgroups, each 64 rows of the 128 x 128 tile.  Both tiles'
+ * 64-dimension slices are staged by cp.async into three buffers, two slices
+ * ahead, in the 128-byte swizzled layout wgmma reads: row r's 16-byte chunk c
+ * sits at chunk c ^ (r % 8) of its 128-byte row, 8-row groups 1024 bytes
+ * apart.  Two blocks share a multiprocessor, so one's epilogue overlaps the
+ * other's MMAs.
+ */
+#define WG_BK 64				/* FP16 dimensions per slice: one 128-byte row */
+#define WG_STAGES 3
+#define WG_THREADS 256
+#define WG_WARPS (WG_THREADS / WARP)
+#define WG_TILE_BYTES (BT * WG_BK * (int) sizeof(__half))
+#define WG_SMEM (WG_STAGES * 2 * WG_TILE_BYTES + 1024)	/* + alignment to 1024 */
+#define WG_STAGE 64				/* pairs staged per warp: keeps two blocks per SM */
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TC_HAVE_WGMMA 1
+#endif
+
+#ifdef TC_HAVE_WGMMA
+/* Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row groups 1 KB apart. */
+__device__ __forceinline__ uint64_t
+wg_desc(unsigned int saddr)
+{
+	return (uint64_t) ((saddr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+/* d (64 x 128 per warpgroup) += A (64 x 16) . B (128 x 16)^T; d = A . B^T when !acc. */
+__device__ __forceinline__ void
+wgmma_m64n128k16(float (&d)[64], uint64_t da, uint64_t db, int acc)
+{
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+				 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+				 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+				 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+				   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+				   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+				   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+				   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+				   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+				   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+				   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+				 : "l"(da), "l"(db), "r"(acc));
+}
+#endif
+
+template <typename T>
+__global__ void
+__launch_bounds__(WG_THREADS, 2)
+brute_wgmma_kernel(BruteDev g, BruteBatch b)
+{
+#ifdef TC_HAVE_WGMMA
+	extern __shared__ __align__(16) unsigned char wg_raw[];
+	__shared__ StageOf<WG_STAGE> stages[WG_WARPS];
+	__shared__ unsigned long long s_tile;
+	const int	tid = threadIdx.x;
+	const int	lane = tid % WARP;
+	const int	warp = tid / WARP;
+	const int	wgi = warp / 4;		/* warpgroup: rows 64 wgi .. */
+	const int	gr = lane >> 2;
+	const int	tg = lane & 3;
+	StageOf<WG_STAGE> &st = stages[warp];
+	int			nst = 0;
+	unsigned long long cand = 0,
+				rech = 0;
+	const unsigned int base = ((unsigned int) __cvta_generic_to_shared(wg_raw) + 1023u) & ~1023u;
+	const int	nk = (g.dpad + WG_BK - 1) / WG_BK;
+
+	for (;;)
+	{
+		__syncthreads();
+		if (tid == 0)
+			s_tile = *(volatile unsigned int *) b.overflow != 0 || *b.abort != 0 ? b.hi :
+				b.lo + atomicAdd(b.queue, 1ull);
+		__syncthreads();
+
+		unsigned long long t = s_tile;
+
+		if (t >= b.hi)
+			break;
+
+		const unsigned int bi = (unsigned int) (b.list[t] >> 32);
+		const unsigned int bj = (unsigned int) b.list[t];
+		float		d[64];
+
+#pragma unroll
+		for (int k = 0; k < 64; k++)
+			d[k] = 0.0f;			/* the first MMA ignores them; no undefined reads */
+
+		/* Slice kb of both tiles into buffer kb % WG_STAGES, as one commit group. */
+		auto		load = [&] (int kb) {
+			unsigned int sa = base + (kb % WG_STAGES) * 2 * WG_TILE_BYTES;
+
+			if (kb < nk)
+#pragma unroll
+				for (int u = 0; u < 2 * BT * 8 / WG_THREADS; u++)
+				{
+					int			v = tid + u * WG_THREADS;
+					int			side = v / (BT * 8);
+					int			r = (v / 8) % BT;
+					int			c = v % 8;
+					int			kk = kb * WG_BK + c * 8;
+					bool		in = kk < g.dpad;
+					const __half *src = g.h + ((size_t) (side ? bj : bi) * BT + r) * g.dpad + kk;
+					unsigned int dst = sa + side * WG_TILE_BYTES + r * 128 + ((c ^ (r & 7)) << 4);
+
+					asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+								 :: "r"(dst), "l"(in ? src : g.h), "r"(in ? 16 : 0));
+				}
+			asm volatile("cp.async.commit_group;");
+		};
+
+#pragma unroll
+		for (int kb = 0; kb < WG_STAGES - 1; kb++)
+			load(kb);
+		for (int kb = 0; kb < nk; kb++)
+		{
+			/* Slice kb has landed (one later group may still be in flight). */
+			asm volatile("cp.async.wait_group %0;" :: "n"(WG_STAGES - 2) : "memory");
+			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+			__syncthreads();
+			/* Every warpgroup is done with slice kb - 1: its buffer takes kb + 2. */
+			load(kb + WG_STAGES - 1);
+
+			unsigned int sa = base + (kb % WG_STAGES) * 2 * WG_TILE_BYTES;
+			uint64_t	da = wg_desc(sa + wgi * 64 * 128);
+			uint64_t	db = wg_desc(sa + WG_TILE_BYTES);
+
+			asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+			for (int kk = 0; kk < WG_BK / 16; kk++)
+				if (kb * WG_BK + kk * 16 < g.dpad)
+					wgmma_m64n128k16(d, da + 2 * kk, db + 2 * kk, kb + kk > 0);
+			asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+			asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+		}
+
+		/*
+		 * Epilogue: d[nf * 4 + h * 2 + e] is row 64 wgi + 16 (warp % 4) +
+		 * gr + 8 h, column 8 nf + 2 tg + e (the m16n8 layout per warp).
+		 * Survivors of the drop test are bit (nf * 2 + h) * 2 + e of keep.
+		 */
+		uint32_t	keep[2] = {0, 0};
+		const unsigned int row0 = bi * BT + wgi * 64 + (warp % 4) * 16 + gr;
+		const unsigned int col0 = bj * BT + 2 * tg;
+		float		q_r[2],
+					rc_r[2];
+
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+		{
+			q_r[h] = g.q[row0 + 8 * h];
+			rc_r[h] = g.rc[row0 + 8 * h];
+		}
+#pragma unroll
+		for (int nf = 0; nf < 16; nf++)
+#pragma unroll
+			for (int e = 0; e < 2; e++)
+			{
+				unsigned int j = col0 + nf * 8 + e;
+				float		q_c = g.q[j],
+							rc_c = g.rc[j];
+
+#pragma unroll
+				for (int h = 0; h < 2; h++)
+				{
+					unsigned int i = row0 + 8 * h;
+					int			bit = (nf * 2 + h) * 2 + e;
+					bool		valid = i < g.n && j < g.n && (bi != bj || j > i);
+
+					cand += valid;
+					if (valid && !tc_f16_drop(d[nf * 4 + h * 2 + e], q_r[h], q_c, rc_r[h], rc_c))
+						keep[bit >> 5] |= 1u << (bit & 31);
+				}
+			}
+		recheck_kept<T>(g, b, st, nst, lane, keep, rech, [&] (int bit, unsigned int *i, unsigned int *j) {
+			*i = row0 + 8 * ((bit >> 1) & 1);
+			*j = col0 + (bit >> 2) * 8 + (bit & 1);
+		});
+	}
+	finish_warp(b, st, nst, lane, cand, rech);
+#endif
 }
 
 /* ---------- host ---------- */
@@ -664,7 +913,7 @@ brute_kernel(BruteDev g, BruteBatch b)
 template <typename T>
 static TcStatus
 prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &plan,
-		unsigned int npad, float **cen, float **rad, TcError *err)
+		unsigned int npad, float **cen, float **rad, TcJoinStats *stats, TcError *err)
 {
 	unsigned int n = (unsigned int) a->n;
 	int			d = a->d;
@@ -714,6 +963,8 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 		(st = dev_alloc(g, (void **) &d_off, sizeof(unsigned int) * (ntiles + 2), err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_dir, sizeof(float) * (size_t) d * (ntiles / 2 + 1), err)) != TC_OK)
 		return st;
+	double		t_order = tc_now();
+
 	iota_kernel<<<(n + 255) / 256, 256, 0, s>>>(n, d_order);
 	CHECK(cudaGetLastError());
 	for (; seg_tiles > 1; seg_tiles /= 2)
@@ -722,7 +973,7 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 		unsigned int nseg = (n + seg - 1) / seg;
 		size_t		need = 0;
 
-		dir_kernel<T><<<nseg, DIR_SAMPLE, 0, s>>>((const T *) bd.x, d, d_c, d_order, n, seg, d_dir);
+		dir_kernel<T><<<nseg, DIR_THREADS, 0, s>>>((const T *) bd.x, d, d_order, n, seg, d_dir);
 		CHECK(cudaGetLastError());
 		proj_kernel<T><<<(unsigned int) (((size_t) n * WARP + 255) / 256), 256, 0, s>>>(
 			(const T *) bd.x, d, d_order, n, seg, d_dir, d_key);
@@ -744,6 +995,7 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 		std::swap(d_order, d_order2);
 	}
 	CHECK(cudaStreamSynchronize(s));
+	stats->gpu_order_seconds = tc_now() - t_order;
 	if (d_tmp)
 		dev_free(g, d_tmp);
 	dev_free(g, d_order2);
@@ -831,13 +1083,16 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	if ((st = dev_alloc(g, &d_x, rowbytes * n, err)) != TC_OK)
 		return st;
 	CHECK(cudaMemcpyAsync(d_x, a->data, rowbytes * n, cudaMemcpyHostToDevice, g->stream[0]));
+	if ((st = wait_stream(g, g->stream[0], sink, err)) != TC_OK)
+		return st;
+	stats->gpu_upload_seconds = tc_now() - t0;
 	bd.x = d_x;
 	bd.n = n;
 	bd.d = a->d;
 	bd.thr = thr;
 	bd.ntiles = npad / BT;
-	st = a->type == TC_FLOAT4 ? prepare<float>(g, a, thr, bd, plan, npad, &d_cen, &d_rad, err) :
-		prepare<double>(g, a, thr, bd, plan, npad, &d_cen, &d_rad, err);
+	st = a->type == TC_FLOAT4 ? prepare<float>(g, a, thr, bd, plan, npad, &d_cen, &d_rad, stats, err) :
+		prepare<double>(g, a, thr, bd, plan, npad, &d_cen, &d_rad, stats, err);
 	if (st != TC_OK)
 		return st;
 
@@ -878,40 +1133,57 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	/* With the staging buffers, more than the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel<float>, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
 	CHECK(cudaFuncSetAttribute(brute_kernel<double>, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
+	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<float>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
+	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<double>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
+
+	/*
+	 * Hopper's kernel where this build carries sm_90a code for the device
+	 * (TCJOIN_BRUTE_KERNEL=mma forces the mma.sync kernel, for comparison).
+	 */
+	bool		wgmma = false;
+	int			per_sm = 0;
+	{
+		cudaFuncAttributes fa;
+		const char *force = getenv("TCJOIN_BRUTE_KERNEL");
+
+		CHECK(cudaFuncGetAttributes(&fa, brute_wgmma_kernel<float>));
+		wgmma = major == 9 && fa.binaryVersion == 90 && !(force && strcmp(force, "mma") == 0);
+		if (wgmma)
+			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_wgmma_kernel<float>,
+																WG_THREADS, WG_SMEM));
+		else
+			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_kernel<float>,
+																BRUTE_THREADS, TILE_SMEM));
+		per_sm = std::max(per_sm, 1);
+		stats->gpu_kernel = wgmma ? "wgmma" : "mma.sync";
+	}
 
 	double		t1 = tc_now();
 	double		rate = 1.0;
-	unsigned long long ntp_all = (unsigned long long) bd.ntiles * (bd.ntiles + 1) / 2;
-	auto		row_start = [&bd] (unsigned long long r) {
-		return r * bd.ntiles - r * (r - 1) / 2;
-	};
+	/* Squares of tiles, numbered row by row over their upper triangle. */
+	const unsigned long long nsq = (bd.ntiles + PRUNE_SQ - 1) / PRUNE_SQ;
+	const unsigned long long nsq_all = nsq * (nsq + 1) / 2;
+	const unsigned long long band_sq = std::max(1ull, BAND_PAIRS / (PRUNE_SQ * PRUNE_SQ));
 
-	if ((st = dev_alloc(g, (void **) &d_list, sizeof(*d_list) * BAND_PAIRS, err)) != TC_OK ||
+	if ((st = dev_alloc(g, (void **) &d_list, sizeof(*d_list) * band_sq * PRUNE_SQ * PRUNE_SQ, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_nlist, sizeof(*d_nlist), err)) != TC_OK)
 		return st;
-	for (unsigned long long r0 = 0; r0 < bd.ntiles;)
+	stats->gpu_tile_pairs = (unsigned long long) bd.ntiles * (bd.ntiles + 1) / 2;
+	for (unsigned long long u0 = 0; u0 < nsq_all;)
 	{
-		/* A band of tile rows with at most BAND_PAIRS pairs (one row at least). */
-		unsigned long long r1 = r0 + 1;
+		/* A band of at most band_sq squares: a list of at most BAND_PAIRS tile pairs. */
+		unsigned long long u1 = std::min(nsq_all, u0 + band_sq);
 		unsigned long long ntp = 0;
 
-		while (r1 < bd.ntiles && row_start(r1 + 1) - row_start(r0) <= BAND_PAIRS)
-			r1++;
-		{
-			unsigned long long t0b = row_start(r0),
-						t1b = r1 < bd.ntiles ? row_start(r1) : ntp_all;
-
-			CHECK(cudaMemsetAsync(d_nlist, 0, sizeof(*d_nlist), g->stream[0]));
-			prune_kernel<<<(unsigned int) ((t1b - t0b + 255) / 256), 256, 0, g->stream[0]>>>(
-				d_cen, d_rad, bd.d, bd.ntiles, 2.0 * plan.e_half / plan.sigma, t0b, t1b, d_list, d_nlist);
-			CHECK(cudaGetLastError());
-			CHECK(cudaMemcpyAsync(&ntp, d_nlist, sizeof(ntp), cudaMemcpyDeviceToHost, g->stream[0]));
-			if ((st = wait_stream(g, g->stream[0], sink, err)) != TC_OK)
-				return st;
-			stats->gpu_tile_pairs += t1b - t0b;
-			stats->gpu_tile_pairs_kept += ntp;
-		}
-		r0 = r1;
+		CHECK(cudaMemsetAsync(d_nlist, 0, sizeof(*d_nlist), g->stream[0]));
+		prune_kernel<<<(unsigned int) ((u1 - u0) * PRUNE_SQ * PRUNE_SQ / 256), 256, 0, g->stream[0]>>>(
+			d_cen, d_rad, bd.d, bd.ntiles, 2.0 * plan.e_half / plan.sigma, u0, u1, d_list, d_nlist);
+		CHECK(cudaGetLastError());
+		CHECK(cudaMemcpyAsync(&ntp, d_nlist, sizeof(ntp), cudaMemcpyDeviceToHost, g->stream[0]));
+		if ((st = wait_stream(g, g->stream[0], sink, err)) != TC_OK)
+			return st;
+		stats->gpu_tile_pairs_kept += ntp;
+		u0 = u1;
 
 		/* As many tile pairs as should fit the buffer at the rate seen. */
 		auto		next = [&] (unsigned long long lo, double r, double *bound) {
@@ -927,7 +1199,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		auto		launch = [&] (int cur, unsigned long long lo, unsigned long long hi) -> TcStatus {
 			BruteBatch	bb;
 			cudaStream_t s = g->stream[cur];
-			unsigned int blocks = (unsigned int) std::min((unsigned long long) sms * 2, hi - lo);
+			unsigned int blocks = (unsigned int) std::min((unsigned long long) sms * per_sm, hi - lo);
 
 			bb.list = d_list;
 			bb.lo = lo;
@@ -943,7 +1215,11 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 2, s));
 			CHECK(cudaMemsetAsync(d_cnt + 2 + cur, 0, sizeof(*d_cnt), s));
 			CHECK(cudaEventRecord(g->kev[cur][0], s));
-			if (a->type == TC_FLOAT4)
+			if (wgmma && a->type == TC_FLOAT4)
+				brute_wgmma_kernel<float><<<blocks, WG_THREADS, WG_SMEM, s>>>(bd, bb);
+			else if (wgmma)
+				brute_wgmma_kernel<double><<<blocks, WG_THREADS, WG_SMEM, s>>>(bd, bb);
+			else if (a->type == TC_FLOAT4)
 				brute_kernel<float><<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
 			else
 				brute_kernel<double><<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);

@@ -36,10 +36,13 @@ struct PairDev
 };
 static_assert(sizeof(PairDev) == sizeof(TcPair), "PairDev must match TcPair");
 
-struct Stage
+template <int N>
+struct StageOf
 {
-	PairDev		pair[STAGE];
+	static constexpr int size = N;
+	PairDev		pair[N];
 };
+typedef StageOf<STAGE> Stage;
 
 /* ---------- device: the contract, and staging pairs ---------- */
 
@@ -80,9 +83,9 @@ contract_within(const T *a, const T *b, int d, double thr, double *s_out)
 
 
 /* Append the warp's staged pairs to the batch buffer (warp-uniform call). */
-template <typename B>
+template <typename S, typename B>
 __device__ void
-flush_stage(Stage &st, int &n, const B &b, int lane)
+flush_stage(S &st, int &n, const B &b, int lane)
 {
 	unsigned int base = 0;
 
@@ -111,9 +114,9 @@ flush_stage(Stage &st, int &n, const B &b, int lane)
  * slot, a flush when the stage would overflow.  id maps a point to the
  * caller's index (read only for hits).
  */
-template <typename B, typename Id>
+template <typename B, typename S, typename Id>
 __device__ __forceinline__ void
-stage_hit(const B &b, Stage &st, int &n, int lane, bool hit, unsigned int q,
+stage_hit(const B &b, S &st, int &n, int lane, bool hit, unsigned int q,
 		  unsigned int j, double s, Id id)
 {
 	unsigned int m = __ballot_sync(FULL_MASK, hit);
@@ -123,7 +126,7 @@ stage_hit(const B &b, Stage &st, int &n, int lane, bool hit, unsigned int q,
 
 	int			cnt = __popc(m);
 
-	if (n + cnt > STAGE)
+	if (n + cnt > S::size)
 		flush_stage(st, n, b, lane);
 	if (hit)
 	{
@@ -142,9 +145,9 @@ stage_hit(const B &b, Stage &st, int &n, int lane, bool hit, unsigned int q,
  * evaluated and pairs a filter kept to the batch's totals (one atomic each
  * per warp).
  */
-template <typename B>
+template <typename B, typename S>
 __device__ void
-finish_warp(const B &b, Stage &st, int &n, int lane, unsigned long long cand,
+finish_warp(const B &b, S &st, int &n, int lane, unsigned long long cand,
 			unsigned long long rech)
 {
 	flush_stage(st, n, b, lane);

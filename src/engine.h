@@ -148,6 +148,9 @@ typedef struct TcJoinStats
 	/* GPU brute force: tile pairs of the triangle, and those pruning kept. */
 	uint64_t	gpu_tile_pairs;
 	uint64_t	gpu_tile_pairs_kept;
+	const char *gpu_kernel;		/* "wgmma" (Hopper) or "mma.sync" */
+	double		gpu_upload_seconds; /* coordinates to the device */
+	double		gpu_order_seconds;	/* ordering points into compact tiles */
 } TcJoinStats;
 
 typedef struct TcJoin TcJoin;

@@ -106,6 +106,9 @@ main(int argc, char **argv)
 					   *dB;
 			float	   *dC;
 			double		worst = 0;
+			std::vector<double> wa(K), wb(K);
+			double		w_hw = 0,
+						w_exact = 0;
 
 			CHECK(cudaMalloc(&dA, sizeof(__half) * 16 * K));
 			CHECK(cudaMalloc(&dB, sizeof(__half) * 8 * K));
@@ -146,11 +149,27 @@ main(int argc, char **argv)
 						double		ratio = fabs((double) (hc[r * 8 + c] - exact)) / bound;
 
 						if (ratio > worst)
+						{
 							worst = ratio;
+							w_hw = hc[r * 8 + c];
+							w_exact = (double) exact;
+							for (int k = 0; k < K; k++)
+							{
+								wa[k] = fa[r * K + k];
+								wb[k] = fb[c * K + k];
+							}
+						}
 					}
 			}
 			printf("%s K=%-5d %-12s largest error / bound = %.4f\n", worst <= 1.0 ? "ok    " : "FAILED",
 				   K, kind == 0 ? "mixed" : kind == 1 ? "one-signed" : "cancelling", worst);
+			if (worst > 1.0 && K <= 64)
+			{
+				/* What broke the model: the worst dot's terms. */
+				printf("  hardware %.9g, exact %.17g; terms a * b:\n", w_hw, w_exact);
+				for (int k = 0; k < K; k++)
+					printf("    %a * %a = %a\n", wa[k], wb[k], wa[k] * wb[k]);
+			}
 			if (worst <= 1.0)
 				passed++;
 			else

@@ -7,15 +7,15 @@
 # GPU failure modes, each with tensor cores off and on, then engine
 # benchmarks of the GPU paths (and with --sql, the same join through
 # PostgreSQL against its floors).
-#   test/gpu/run.sh [--quick] [--no-regress] [--no-stress] [--no-bench] [--sql]
+#   test/gpu/run.sh [--quick] [--no-regress] [--no-stress] [--no-bench] [--no-grid-bench] [--sql]
 # Ends with "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-QUICK= REGRESS=1 STRESS=1 BENCH=1 SQL=
+QUICK= REGRESS=1 STRESS=1 BENCH=1 GRIDBENCH=1 SQL=
 for a in "$@"; do
     case $a in
         --quick) QUICK=--quick ;; --no-regress) REGRESS= ;; --no-stress) STRESS= ;;
-        --no-bench) BENCH= ;; --sql) SQL=1 ;;
+        --no-bench) BENCH= ;; --no-grid-bench) GRIDBENCH= ;; --sql) SQL=1 ;;
         *) echo "unknown option $a"; exit 2 ;;
     esac
 done
@@ -75,10 +75,11 @@ if [ -n "$STRESS" ]; then
 fi
 
 if [ -n "$BENCH" ]; then
-    echo "== engine benchmarks (GPU grid against the CPU)"
     rm -f test/bench/tcbench && make -C test/bench USE_CUDA=1 >/dev/null
-    make -C test/bench copy_floor >/dev/null && echo "copy floor (d2h chunked, d2h large, h2d GB/s, gpu): $(test/bench/copy_floor)"
     B=test/bench/tcbench
+  if [ -n "$GRIDBENCH" ]; then
+    echo "== engine benchmarks (GPU grid against the CPU)"
+    make -C test/bench copy_floor >/dev/null && echo "copy floor (d2h chunked, d2h large, h2d GB/s, gpu): $(test/bench/copy_floor)"
     for eps in 0.0002 0.0005; do
         for tc in off on; do
             $B --gen expo --n 2000000 --d 2 --eps $eps --device gpu --tensor-cores $tc --sink count --reps 5
@@ -97,6 +98,7 @@ if [ -n "$BENCH" ]; then
         done
     done
     $B --gen expo --n 2000000 --d 2 --eps 0.0002 --device cpu --sink count --reps 3
+  fi
 
     echo "== FP16 brute force against cuBLAS (FLOPs counted as 2 n^2 d)"
     make -C test/bench gemm_floor >/dev/null
@@ -104,6 +106,8 @@ if [ -n "$BENCH" ]; then
         n=${nd%:*} d=${nd#*:}
         echo "gemm_floor $n $d: $(test/bench/gemm_floor $n $d)"
         $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
+        # the same on the mma.sync kernel (Hopper's own runs wgmma)
+        TCJOIN_BRUTE_KERNEL=mma $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
     done
     echo "== the issue's end-to-end figure: 1,000,000 x 128, about 64 neighbours"
     $B --gen gauss --n 1000000 --d 128 --neighbours 64 --method brute --device gpu --sink count --reps 3
