@@ -78,7 +78,10 @@ struct BruteBatch
 	PairDev    *pairs;
 	unsigned int capacity;
 	unsigned int *count;
-	unsigned int *overflow;
+	unsigned int *overflow;		/* pairs or candidates overflowed: rerun */
+	uint2	   *cand;			/* positions (i, j) the filter kept */
+	unsigned int cand_capacity;
+	unsigned int *ncand;
 	unsigned long long *candidates;
 	unsigned long long *rechecked;
 	const volatile int *abort;
@@ -497,57 +500,123 @@ mma_f16(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
 
 
 /*
- * The epilogue's second stage: each lane checks the pairs its bits in keep
- * name with the contract's sum, one a round, and the warp stages the hits
- * together.  pos(bit, &i, &j) gives a bit's pair of positions.
+ * The epilogue's second stage: the pairs the filter kept (bits of keep;
+ * pos(bit, &i, &j) gives a bit's positions) go to the batch's candidate
+ * list, one atomic per warp; recheck_kernel then decides them.  Deciding
+ * them here would leave the tensor cores idle while a lane reads two rows
+ * of d coordinates from memory.
  */
-template <typename T, int W, typename S, typename Pos>
+template <int W, typename Pos>
 __device__ __forceinline__ void
-recheck_kept(const BruteDev &g, const BruteBatch &b, S &st, int &nst, int lane, uint32_t (&keep)[W],
-			 unsigned long long &rech, Pos pos)
+append_kept(const BruteBatch &b, int lane, uint32_t (&keep)[W], unsigned long long &rech, Pos pos)
 {
-	const T    *x = (const T *) g.x;
+	int			mine = 0,
+				incl;
+	unsigned int base = 0;
 
 #pragma unroll
 	for (int w = 0; w < W; w++)
-		rech += __popc(keep[w]);
-	for (;;)
+		mine += __popc(keep[w]);
+	incl = mine;
+	for (int off = 1; off < WARP; off *= 2)
 	{
-		int			bit = -1;
-		bool		hit = false;
-		double		s = 0.0;
-		unsigned int i = 0,
-					j = 0;
+		int			v = __shfl_up_sync(FULL_MASK, incl, off);
 
+		if (lane >= off)
+			incl += v;
+	}
+
+	int			total = __shfl_sync(FULL_MASK, incl, WARP - 1);
+
+	if (total == 0)
+		return;
+	rech += mine;
+	if (lane == WARP - 1)
+		base = atomicAdd(b.ncand, (unsigned int) total);
+	base = __shfl_sync(FULL_MASK, base, WARP - 1);
+	if ((unsigned long long) base + total > b.cand_capacity)
+	{
+		if (lane == 0)
+			atomicExch(b.overflow, 1u);
+		return;
+	}
+	base += incl - mine;
 #pragma unroll
-		for (int w = 0; w < W; w++)
-			if (bit < 0 && keep[w] != 0)
-			{
-				int			lo = __ffs(keep[w]) - 1;
-
-				keep[w] &= keep[w] - 1;
-				bit = w * 32 + lo;
-			}
-		if (!__any_sync(FULL_MASK, bit >= 0))
-			break;
-		if (bit >= 0)
+	for (int w = 0; w < W; w++)
+		while (keep[w] != 0)
 		{
-			pos(bit, &i, &j);
-			hit = contract_within(x + (size_t) g.order[i] * g.d, x + (size_t) g.order[j] * g.d,
-								  g.d, g.thr, &s);
+			int			lo = __ffs(keep[w]) - 1;
+			unsigned int i,
+						j;
+
+			keep[w] &= keep[w] - 1;
+			pos(w * 32 + lo, &i, &j);
+			b.cand[base++] = make_uint2(i, j);
 		}
-		stage_hit(b, st, nst, lane, hit, i, j, s,
-				  [&] (unsigned int p) { return (long long) g.order[p]; });
+}
+
+/* A warp's counts of pairs evaluated and kept, into the batch's totals. */
+__device__ __forceinline__ void
+add_counts(const BruteBatch &b, int lane, unsigned long long cand, unsigned long long rech)
+{
+	for (int off = WARP / 2; off > 0; off /= 2)
+	{
+		cand += __shfl_down_sync(FULL_MASK, cand, off);
+		rech += __shfl_down_sync(FULL_MASK, rech, off);
+	}
+	if (lane == 0)
+	{
+		atomicAdd(b.candidates, cand);
+		atomicAdd(b.rechecked, rech);
 	}
 }
 
+/*
+ * The candidates, decided by the contract's sum on the caller's
+ * coordinates: a lane per candidate, so that a warp has 32 rows' reads in
+ * flight, 16 bytes each where the rows allow; hits staged per warp.  The
+ * list is in tile order, so the rows it reads are mostly in L2.
+ */
 template <typename T>
+__global__ void
+__launch_bounds__(256)
+recheck_kernel(BruteDev g, BruteBatch b)
+{
+	__shared__ Stage stages[256 / WARP];
+	const int	lane = threadIdx.x % WARP;
+	Stage	   &st = stages[threadIdx.x / WARP];
+	int			nst = 0;
+	const T    *x = (const T *) g.x;
+	unsigned int nc;
+
+	if (*(volatile unsigned int *) b.overflow != 0)
+		return;					/* the batch is rerun */
+	nc = min(*(volatile unsigned int *) b.ncand, b.cand_capacity);
+	for (unsigned int c0 = blockIdx.x * blockDim.x + threadIdx.x - lane; c0 < nc;
+		 c0 += gridDim.x * blockDim.x)
+	{
+		unsigned int c = c0 + lane;
+		bool		hit = false;
+		double		s = 0.0;
+		uint2		p = make_uint2(0, 0);
+
+		if (c < nc)
+		{
+			p = b.cand[c];
+			hit = contract_within(x + (size_t) g.order[p.x] * g.d, x + (size_t) g.order[p.y] * g.d,
+								  g.d, g.thr, &s);
+		}
+		stage_hit(b, st, nst, lane, hit, p.x, p.y, s,
+				  [&] (unsigned int q) { return (long long) g.order[q]; });
+	}
+	flush_stage(st, nst, b, lane);
+}
+
 __global__ void
 __launch_bounds__(BRUTE_THREADS)
 brute_kernel(BruteDev g, BruteBatch b)
 {
 	extern __shared__ __align__(16) __half tiles[];	/* [2 buffers][2 tiles][BT * SROW] */
-	__shared__ Stage stages[BRUTE_WARPS];
 	__shared__ unsigned long long s_tile;
 	const int	tid = threadIdx.x;
 	const int	lane = tid % WARP;
@@ -556,8 +625,6 @@ brute_kernel(BruteDev g, BruteBatch b)
 	const int	wn = warp & 1;
 	const int	gr = lane >> 2;
 	const int	tg = lane & 3;
-	Stage	   &st = stages[warp];
-	int			nst = 0;
 	unsigned long long cand = 0,
 				rech = 0;
 
@@ -711,12 +778,12 @@ brute_kernel(BruteDev g, BruteBatch b)
 							keep[bit >> 5] |= 1u << (bit & 31);
 					}
 			}
-		recheck_kept<T>(g, b, st, nst, lane, keep, rech, [&] (int bit, unsigned int *i, unsigned int *j) {
+		append_kept(b, lane, keep, rech, [&] (int bit, unsigned int *i, unsigned int *j) {
 			*i = row0 + (bit >> 5) * 16 + 8 * ((bit >> 4) & 1);
 			*j = col0 + ((bit >> 1) & 7) * 8 + (bit & 1);
 		});
 	}
-	finish_warp(b, st, nst, lane, cand, rech);
+	add_counts(b, lane, cand, rech);
 }
 
 /*
@@ -737,7 +804,6 @@ brute_kernel(BruteDev g, BruteBatch b)
 #define WG_WARPS (WG_THREADS / WARP)
 #define WG_TILE_BYTES (BT * WG_BK * (int) sizeof(__half))
 #define WG_SMEM (WG_STAGES * 2 * WG_TILE_BYTES + 1024)	/* + alignment to 1024 */
-#define WG_STAGE 64				/* pairs staged per warp: keeps two blocks per SM */
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define TC_HAVE_WGMMA 1
@@ -768,16 +834,37 @@ wgmma_m64n128k16(float (&d)[64], uint64_t da, uint64_t db, int acc)
 				   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 				 : "l"(da), "l"(db), "r"(acc));
 }
+/*
+ * A whole 64-dimension slice: four k16 steps in one statement, so that the
+ * compiler puts no register fence between them.
+ */
+__device__ __forceinline__ void
+wgmma_slice(float (&d)[64], uint64_t da, uint64_t db, int acc)
+{
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %72, 0;\n"
+				 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n"
+				 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %66, %67, 1, 1, 1, 0, 0;\n"
+				 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %68, %69, 1, 1, 1, 0, 0;\n"
+				 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %70, %71, 1, 1, 1, 0, 0;\n}\n"
+				 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+				   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+				   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+				   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+				   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+				   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+				   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+				   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+				 : "l"(da), "l"(db), "l"(da + 2), "l"(db + 2), "l"(da + 4), "l"(db + 4),
+				   "l"(da + 6), "l"(db + 6), "r"(acc));
+}
 #endif
 
-template <typename T>
 __global__ void
 __launch_bounds__(WG_THREADS, 2)
 brute_wgmma_kernel(BruteDev g, BruteBatch b)
 {
 #ifdef TC_HAVE_WGMMA
 	extern __shared__ __align__(16) unsigned char wg_raw[];
-	__shared__ StageOf<WG_STAGE> stages[WG_WARPS];
 	__shared__ unsigned long long s_tile;
 	const int	tid = threadIdx.x;
 	const int	lane = tid % WARP;
@@ -785,26 +872,56 @@ brute_wgmma_kernel(BruteDev g, BruteBatch b)
 	const int	wgi = warp / 4;		/* warpgroup: rows 64 wgi .. */
 	const int	gr = lane >> 2;
 	const int	tg = lane & 3;
-	StageOf<WG_STAGE> &st = stages[warp];
-	int			nst = 0;
 	unsigned long long cand = 0,
 				rech = 0;
 	const unsigned int base = ((unsigned int) __cvta_generic_to_shared(wg_raw) + 1023u) & ~1023u;
 	const int	nk = (g.dpad + WG_BK - 1) / WG_BK;
 
-	for (;;)
-	{
+	/* The next tile pair (b.hi: none), the same for the whole block. */
+	auto		acquire = [&] () {
 		__syncthreads();
 		if (tid == 0)
 			s_tile = *(volatile unsigned int *) b.overflow != 0 || *b.abort != 0 ? b.hi :
 				b.lo + atomicAdd(b.queue, 1ull);
 		__syncthreads();
+		return s_tile;
+	};
 
-		unsigned long long t = s_tile;
+	/* Slice kb of tile pair t into buffer kb % WG_STAGES, as one commit group. */
+	auto		load = [&] (unsigned long long t, int kb) {
+		unsigned int sa = base + (kb % WG_STAGES) * 2 * WG_TILE_BYTES;
 
-		if (t >= b.hi)
-			break;
+		if (t < b.hi && kb < nk)
+		{
+			const unsigned long long tp = b.list[t];
 
+#pragma unroll
+			for (int u = 0; u < 2 * BT * 8 / WG_THREADS; u++)
+			{
+				int			v = tid + u * WG_THREADS;
+				int			side = v / (BT * 8);
+				int			r = (v / 8) % BT;
+				int			c = v % 8;
+				int			kk = kb * WG_BK + c * 8;
+				bool		in = kk < g.dpad;
+				unsigned int tile = side ? (unsigned int) tp : (unsigned int) (tp >> 32);
+				const __half *src = g.h + ((size_t) tile * BT + r) * g.dpad + kk;
+				unsigned int dst = sa + side * WG_TILE_BYTES + r * 128 + ((c ^ (r & 7)) << 4);
+
+				asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+							 :: "r"(dst), "l"(in ? src : g.h), "r"(in ? 16 : 0));
+			}
+		}
+		asm volatile("cp.async.commit_group;");
+	};
+
+	unsigned long long t = acquire();
+
+#pragma unroll
+	for (int kb = 0; kb < WG_STAGES - 1; kb++)
+		load(t, kb);
+	while (t < b.hi)
+	{
 		const unsigned int bi = (unsigned int) (b.list[t] >> 32);
 		const unsigned int bj = (unsigned int) b.list[t];
 		float		d[64];
@@ -813,32 +930,6 @@ brute_wgmma_kernel(BruteDev g, BruteBatch b)
 		for (int k = 0; k < 64; k++)
 			d[k] = 0.0f;			/* the first MMA ignores them; no undefined reads */
 
-		/* Slice kb of both tiles into buffer kb % WG_STAGES, as one commit group. */
-		auto		load = [&] (int kb) {
-			unsigned int sa = base + (kb % WG_STAGES) * 2 * WG_TILE_BYTES;
-
-			if (kb < nk)
-#pragma unroll
-				for (int u = 0; u < 2 * BT * 8 / WG_THREADS; u++)
-				{
-					int			v = tid + u * WG_THREADS;
-					int			side = v / (BT * 8);
-					int			r = (v / 8) % BT;
-					int			c = v % 8;
-					int			kk = kb * WG_BK + c * 8;
-					bool		in = kk < g.dpad;
-					const __half *src = g.h + ((size_t) (side ? bj : bi) * BT + r) * g.dpad + kk;
-					unsigned int dst = sa + side * WG_TILE_BYTES + r * 128 + ((c ^ (r & 7)) << 4);
-
-					asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-								 :: "r"(dst), "l"(in ? src : g.h), "r"(in ? 16 : 0));
-				}
-			asm volatile("cp.async.commit_group;");
-		};
-
-#pragma unroll
-		for (int kb = 0; kb < WG_STAGES - 1; kb++)
-			load(kb);
 		for (int kb = 0; kb < nk; kb++)
 		{
 			/* Slice kb has landed (one later group may still be in flight). */
@@ -846,20 +937,31 @@ brute_wgmma_kernel(BruteDev g, BruteBatch b)
 			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 			__syncthreads();
 			/* Every warpgroup is done with slice kb - 1: its buffer takes kb + 2. */
-			load(kb + WG_STAGES - 1);
+			load(t, kb + WG_STAGES - 1);
 
 			unsigned int sa = base + (kb % WG_STAGES) * 2 * WG_TILE_BYTES;
 			uint64_t	da = wg_desc(sa + wgi * 64 * 128);
 			uint64_t	db = wg_desc(sa + WG_TILE_BYTES);
 
 			asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-			for (int kk = 0; kk < WG_BK / 16; kk++)
-				if (kb * WG_BK + kk * 16 < g.dpad)
+			if ((kb + 1) * WG_BK <= g.dpad)
+				wgmma_slice(d, da, db, kb > 0);
+			else
+				for (int kk = 0; kb * WG_BK + kk * 16 < g.dpad; kk++)
 					wgmma_m64n128k16(d, da + 2 * kk, db + 2 * kk, kb + kk > 0);
 			asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 			asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 		}
+
+		/*
+		 * The next tile pair's first slices load while this one's epilogue
+		 * runs (acquire's barrier: every warpgroup is done with the buffers).
+		 */
+		const unsigned long long tn = acquire();
+
+#pragma unroll
+		for (int kb = 0; kb < WG_STAGES - 1; kb++)
+			load(tn, kb);
 
 		/*
 		 * Epilogue: d[nf * 4 + h * 2 + e] is row 64 wgi + 16 (warp % 4) +
@@ -899,12 +1001,13 @@ brute_wgmma_kernel(BruteDev g, BruteBatch b)
 						keep[bit >> 5] |= 1u << (bit & 31);
 				}
 			}
-		recheck_kept<T>(g, b, st, nst, lane, keep, rech, [&] (int bit, unsigned int *i, unsigned int *j) {
+		append_kept(b, lane, keep, rech, [&] (int bit, unsigned int *i, unsigned int *j) {
 			*i = row0 + 8 * ((bit >> 1) & 1);
 			*j = col0 + (bit >> 2) * 8 + (bit & 1);
 		});
+		t = tn;
 	}
-	finish_warp(b, st, nst, lane, cand, rech);
+	add_counts(b, lane, cand, rech);
 #endif
 }
 
@@ -1099,7 +1202,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	/* Result buffers, counters, the ring. */
 	PairDev    *d_pairs[2];
 	unsigned int *d_meta[2],
-			   *h_meta[2];		/* count, overflow */
+			   *h_meta[2];		/* pair count, overflow, candidate count */
+	uint2	   *d_cand[2];
 	unsigned long long *d_cnt;	/* candidates, rechecked, queue x 2 */
 
 	capacity = BRUTE_CAPACITY;
@@ -1116,8 +1220,9 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	for (int i = 0; i < 2; i++)
 	{
 		if ((st = dev_alloc(g, (void **) &d_pairs[i], sizeof(PairDev) * capacity, err)) != TC_OK ||
-			(st = dev_alloc(g, (void **) &d_meta[i], sizeof(unsigned int) * 2, err)) != TC_OK ||
-			(st = host_alloc(g, (void **) &h_meta[i], sizeof(unsigned int) * 2, cudaHostAllocDefault, err)) != TC_OK)
+			(st = dev_alloc(g, (void **) &d_cand[i], sizeof(uint2) * capacity, err)) != TC_OK ||
+			(st = dev_alloc(g, (void **) &d_meta[i], sizeof(unsigned int) * 3, err)) != TC_OK ||
+			(st = host_alloc(g, (void **) &h_meta[i], sizeof(unsigned int) * 3, cudaHostAllocDefault, err)) != TC_OK)
 			return st;
 	}
 	if ((st = dev_alloc(g, (void **) &d_cnt, sizeof(*d_cnt) * 4, err)) != TC_OK ||
@@ -1131,10 +1236,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * of pairs per candidate seen so far (at first, one tile's worth).
 	 */
 	/* With the staging buffers, more than the 48 KB a block gets by default. */
-	CHECK(cudaFuncSetAttribute(brute_kernel<float>, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
-	CHECK(cudaFuncSetAttribute(brute_kernel<double>, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
-	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<float>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
-	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<double>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
+	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
+	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
 
 	/*
 	 * Hopper's kernel where this build carries sm_90a code for the device
@@ -1146,13 +1249,13 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		cudaFuncAttributes fa;
 		const char *force = getenv("TCJOIN_BRUTE_KERNEL");
 
-		CHECK(cudaFuncGetAttributes(&fa, brute_wgmma_kernel<float>));
+		CHECK(cudaFuncGetAttributes(&fa, brute_wgmma_kernel));
 		wgmma = major == 9 && fa.binaryVersion == 90 && !(force && strcmp(force, "mma") == 0);
 		if (wgmma)
-			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_wgmma_kernel<float>,
+			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_wgmma_kernel,
 																WG_THREADS, WG_SMEM));
 		else
-			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_kernel<float>,
+			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_kernel,
 																BRUTE_THREADS, TILE_SMEM));
 		per_sm = std::max(per_sm, 1);
 		stats->gpu_kernel = wgmma ? "wgmma" : "mma.sync";
@@ -1209,29 +1312,33 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			bb.capacity = capacity;
 			bb.count = d_meta[cur];
 			bb.overflow = d_meta[cur] + 1;
+			bb.ncand = d_meta[cur] + 2;
+			bb.cand = d_cand[cur];
+			bb.cand_capacity = capacity;
 			bb.candidates = d_cnt;
 			bb.rechecked = d_cnt + 1;
 			bb.abort = g->d_abort;
-			CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 2, s));
+			CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 3, s));
 			CHECK(cudaMemsetAsync(d_cnt + 2 + cur, 0, sizeof(*d_cnt), s));
 			CHECK(cudaEventRecord(g->kev[cur][0], s));
-			if (wgmma && a->type == TC_FLOAT4)
-				brute_wgmma_kernel<float><<<blocks, WG_THREADS, WG_SMEM, s>>>(bd, bb);
-			else if (wgmma)
-				brute_wgmma_kernel<double><<<blocks, WG_THREADS, WG_SMEM, s>>>(bd, bb);
-			else if (a->type == TC_FLOAT4)
-				brute_kernel<float><<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
+			if (wgmma)
+				brute_wgmma_kernel<<<blocks, WG_THREADS, WG_SMEM, s>>>(bd, bb);
 			else
-				brute_kernel<double><<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
+				brute_kernel<<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
+			CHECK(cudaGetLastError());
+			if (a->type == TC_FLOAT4)
+				recheck_kernel<float><<<sms * 8, 256, 0, s>>>(bd, bb);
+			else
+				recheck_kernel<double><<<sms * 8, 256, 0, s>>>(bd, bb);
 			CHECK(cudaGetLastError());
 			CHECK(cudaEventRecord(g->kev[cur][1], s));
-			CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 2,
+			CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 3,
 								  cudaMemcpyDeviceToHost, s));
 			return TC_OK;
 		};
 
 		if ((st = run_batches(g, ntp, d_pairs, h_meta, rate, next, launch, "tile", sink, stats,
-							  err)) != TC_OK)
+							  err, 2)) != TC_OK)
 			return st;
 	}
 	{

@@ -241,13 +241,16 @@ extern TcStatus gpu_join_begin(TcGpuJoin **handle, const TcPoints *a,
  * and overflow flag copied to h_meta[cur][0] and [1].  While one batch
  * computes, the previous one is drained to the sink; a batch that overflows
  * is dropped and rerun smaller, so no pair is lost.  rate: pairs per unit
- * of bound seen so far, which sizes the next batch.
+ * of bound seen so far, which sizes the next batch; where a batch also
+ * fills a buffer of candidates, h_meta[cur][rate_slot] is their count and
+ * the rate follows the larger.
  */
 template <typename Next, typename Launch>
 TcStatus
 run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 			unsigned int *const *h_meta, double &rate, Next next, Launch launch,
-			const char *unit, const TcSink *sink, TcJoinStats *stats, TcError *err)
+			const char *unit, const TcSink *sink, TcJoinStats *stats, TcError *err,
+			int rate_slot = 0)
 {
 	unsigned long long lo = 0;
 	int			pending = -1,
@@ -303,7 +306,8 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 				continue;
 			}
 			if (bound > 0)
-				rate = std::min(1.0, std::max(1e-7, 1.5 * h_meta[launched][0] / bound));
+				rate = std::min(1.0, std::max(1e-7, 1.5 * std::max(h_meta[launched][0],
+																  h_meta[launched][rate_slot]) / bound));
 			pending = launched;
 			cur ^= 1;
 			lo = hi;
