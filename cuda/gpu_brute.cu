@@ -573,18 +573,29 @@ add_counts(const BruteBatch &b, int lane, unsigned long long cand, unsigned long
 
 /*
  * The candidates, decided by the contract's sum on the caller's
- * coordinates: a lane per candidate, so that a warp has 32 rows' reads in
- * flight, 16 bytes each where the rows allow; hits staged per warp.  The
- * list is in tile order, so the rows it reads are mostly in L2.
+ * coordinates.  A warp takes 32 candidates, a lane each; 32 coordinates at
+ * a time, the warp reads each candidate's two row pieces together (128
+ * coalesced bytes per row for float4) into shared memory, and each lane
+ * then adds its candidate's 32 squares in index order.  A lane walking its
+ * own rows alone would touch 64 lines per load and lose them from L1.  The
+ * list is in tile order, so most rows come from L2.
  */
+#define RC_WARPS 4
+#define RC_CHUNK 32
+#define RC_ROW (RC_CHUNK + 1)	/* padded: lanes read different banks */
+
 template <typename T>
 __global__ void
-__launch_bounds__(256)
+__launch_bounds__(RC_WARPS * WARP)
 recheck_kernel(BruteDev g, BruteBatch b)
 {
-	__shared__ Stage stages[256 / WARP];
+	extern __shared__ __align__(16) unsigned char rc_raw[];
+	__shared__ Stage stages[RC_WARPS];
 	const int	lane = threadIdx.x % WARP;
-	Stage	   &st = stages[threadIdx.x / WARP];
+	const int	warp = threadIdx.x / WARP;
+	T		   *sa = (T *) rc_raw + (size_t) warp * 2 * WARP * RC_ROW;
+	T		   *sb = sa + WARP * RC_ROW;
+	Stage	   &st = stages[warp];
 	int			nst = 0;
 	const T    *x = (const T *) g.x;
 	unsigned int nc;
@@ -592,25 +603,74 @@ recheck_kernel(BruteDev g, BruteBatch b)
 	if (*(volatile unsigned int *) b.overflow != 0)
 		return;					/* the batch is rerun */
 	nc = min(*(volatile unsigned int *) b.ncand, b.cand_capacity);
-	for (unsigned int c0 = blockIdx.x * blockDim.x + threadIdx.x - lane; c0 < nc;
-		 c0 += gridDim.x * blockDim.x)
+	for (unsigned int c0 = (blockIdx.x * RC_WARPS + warp) * WARP; c0 < nc;
+		 c0 += gridDim.x * RC_WARPS * WARP)
 	{
 		unsigned int c = c0 + lane;
-		bool		hit = false;
-		double		s = 0.0;
 		uint2		p = make_uint2(0, 0);
+		size_t		ra = 0,
+					rb = 0;
+		double		s = 0.0;
+		bool		live = c < nc;	/* not yet past thr */
 
-		if (c < nc)
+		if (live)
 		{
 			p = b.cand[c];
-			hit = contract_within(x + (size_t) g.order[p.x] * g.d, x + (size_t) g.order[p.y] * g.d,
-								  g.d, g.thr, &s);
+			ra = (size_t) g.order[p.x] * g.d;
+			rb = (size_t) g.order[p.y] * g.d;
 		}
-		stage_hit(b, st, nst, lane, hit, p.x, p.y, s,
+		for (int k0 = 0; k0 < g.d && __any_sync(FULL_MASK, live); k0 += RC_CHUNK)
+		{
+			int			m = min(RC_CHUNK, g.d - k0);
+
+			/*
+			 * Candidate u's pieces, from the lane that holds it: eight
+			 * candidates' loads in flight before their stores.
+			 */
+			for (int u0 = 0; u0 < WARP; u0 += 8)
+			{
+				T			va[8],
+							vb[8];
+				bool		in[8];
+
+#pragma unroll
+				for (int v = 0; v < 8; v++)
+				{
+					size_t		ua = __shfl_sync(FULL_MASK, ra, u0 + v),
+								ub = __shfl_sync(FULL_MASK, rb, u0 + v);
+
+					in[v] = __shfl_sync(FULL_MASK, live, u0 + v) && lane < m;
+					va[v] = in[v] ? x[ua + k0 + lane] : (T) 0;
+					vb[v] = in[v] ? x[ub + k0 + lane] : (T) 0;
+				}
+#pragma unroll
+				for (int v = 0; v < 8; v++)
+					if (in[v])
+					{
+						sa[(u0 + v) * RC_ROW + lane] = va[v];
+						sb[(u0 + v) * RC_ROW + lane] = vb[v];
+					}
+			}
+			__syncwarp();
+			if (live)
+			{
+				for (int k = 0; k < m; k++)
+				{
+					double		t = __dsub_rn((double) sa[lane * RC_ROW + k], (double) sb[lane * RC_ROW + k]);
+
+					s = __dadd_rn(s, __dmul_rn(t, t));
+				}
+				live = s <= g.thr;	/* partial sums only grow */
+			}
+			__syncwarp();
+		}
+		stage_hit(b, st, nst, lane, live && c < nc, p.x, p.y, s,
 				  [&] (unsigned int q) { return (long long) g.order[q]; });
 	}
 	flush_stage(st, nst, b, lane);
 }
+
+#define RC_SMEM(T) (RC_WARPS * 2 * WARP * RC_ROW * (int) sizeof(T))
 
 __global__ void
 __launch_bounds__(BRUTE_THREADS)
@@ -1238,6 +1298,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	/* With the staging buffers, more than the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
 	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
+	CHECK(cudaFuncSetAttribute(recheck_kernel<double>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							   RC_SMEM(double)));
 
 	/*
 	 * Hopper's kernel where this build carries sm_90a code for the device
@@ -1327,9 +1389,9 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				brute_kernel<<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
 			CHECK(cudaGetLastError());
 			if (a->type == TC_FLOAT4)
-				recheck_kernel<float><<<sms * 8, 256, 0, s>>>(bd, bb);
+				recheck_kernel<float><<<sms * 8, RC_WARPS * WARP, RC_SMEM(float), s>>>(bd, bb);
 			else
-				recheck_kernel<double><<<sms * 8, 256, 0, s>>>(bd, bb);
+				recheck_kernel<double><<<sms * 8, RC_WARPS * WARP, RC_SMEM(double), s>>>(bd, bb);
 			CHECK(cudaGetLastError());
 			CHECK(cudaEventRecord(g->kev[cur][1], s));
 			CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 3,

@@ -31,8 +31,9 @@
  *     (tc_f16_plan rounds E up).
  * (2) By the triangle inequality, |h_a - h_b| <= sigma D + r_a + nu_a +
  *     r_b + nu_b <= R_a + R_b, so dot >= (hn_a + hn_b - (R_a + R_b)^2) / 2.
- * (3) FP16 products are exact in FP32 (22-bit significands, no underflow:
- *     FP16's smallest step is 2^-24).  Each m16n8k16 step adds 16 products
+ * (3) h has no subnormal FP16 values (tc_f16_round), so every product is
+ *     exact in FP32 and normalised (22-bit significands, at least 2^-28).
+ *     Each m16n8k16 step adds 16 products
  *     to the accumulator; aligning and truncating (the hardware does not
  *     round to nearest) loses at most 18 units of 2^-23 of (|acc| + the
  *     step's sum of |products|), so over K / 16 steps acc is off by at most
@@ -65,8 +66,9 @@ typedef struct TcF16Plan
 } TcF16Plan;
 
 /*
- * x rounded to the nearest FP16 value, ties to even (what the GPU's
- * __double2half_rn does), as a double; +-infinity past FP16's range.
+ * x rounded to the nearest normal (or zero) FP16 value, ties to even (as
+ * the GPU's __double2half_rn does for normal results), as a double;
+ * +-infinity past FP16's range.
  */
 static inline TC_HOSTDEV double
 tc_f16_round(double x)
@@ -79,9 +81,16 @@ tc_f16_round(double x)
 		return x > 0 ? INFINITY : -INFINITY;
 	if (ax == 0.0)
 		return x;
+	/*
+	 * No subnormal results: below FP16's smallest normal, 2^-14, the
+	 * nearest of 0 and 2^-14 (ties to 0).  The tensor cores align a
+	 * product of a subnormal input by its nominal exponent, which breaks
+	 * the accumulation model of (3); the larger rounding error is in r.
+	 */
+	if (ax < 0x1p-14)
+		return ax > 0x1p-15 ? copysign(0x1p-14, x) : copysign(0.0, x);
 	(void) frexp(ax, &e);		/* ax in [2^(e-1), 2^e) */
-	/* 11 significant bits; below 2^-14, subnormal steps of 2^-24. */
-	ulp = ldexp(1.0, e - 11 < -24 ? -24 : e - 11);
+	ulp = ldexp(1.0, e - 11);	/* 11 significant bits */
 	return copysign(rint(ax / ulp) * ulp, x);
 }
 
