@@ -861,6 +861,7 @@ brute_kernel(BruteDev g, BruteBatch b)
 #define WG_BK 64				/* FP16 dimensions per slice: one 128-byte row */
 #define WG_STAGES 3
 #define WG_THREADS 256
+#define WG_GROUP 16				/* consecutive list entries a block takes */
 #define WG_WARPS (WG_THREADS / WARP)
 #define WG_TILE_BYTES (BT * WG_BK * (int) sizeof(__half))
 #define WG_SMEM (WG_STAGES * 2 * WG_TILE_BYTES + 1024)	/* + alignment to 1024 */
@@ -925,7 +926,7 @@ brute_wgmma_kernel(BruteDev g, BruteBatch b)
 {
 #ifdef TC_HAVE_WGMMA
 	extern __shared__ __align__(16) unsigned char wg_raw[];
-	__shared__ unsigned long long s_tile;
+	__shared__ int s_stop;
 	const int	tid = threadIdx.x;
 	const int	lane = tid % WARP;
 	const int	warp = tid / WARP;
@@ -937,24 +938,28 @@ brute_wgmma_kernel(BruteDev g, BruteBatch b)
 	const unsigned int base = ((unsigned int) __cvta_generic_to_shared(wg_raw) + 1023u) & ~1023u;
 	const int	nk = (g.dpad + WG_BK - 1) / WG_BK;
 
-	/* The next tile pair (b.hi: none), the same for the whole block. */
-	auto		acquire = [&] () {
-		__syncthreads();
-		if (tid == 0)
-			s_tile = *(volatile unsigned int *) b.overflow != 0 || *b.abort != 0 ? b.hi :
-				b.lo + atomicAdd(b.queue, 1ull);
-		__syncthreads();
-		return s_tile;
+	/*
+	 * The block's k-th tile pair: groups of WG_GROUP consecutive entries
+	 * of the list, dealt round robin.  Consecutive entries mostly share
+	 * their first tile (the list runs row by row through squares), which
+	 * then stays in shared memory when it fits; the blocks together work
+	 * through a few squares at a time, whose tiles stay in L2.  A static
+	 * deal needs no atomic on the critical path: tiles cost the same.
+	 */
+	auto		entry = [&] (unsigned long long k) {
+		return b.lo + ((k / WG_GROUP) * gridDim.x + blockIdx.x) * WG_GROUP + k % WG_GROUP;
 	};
 
-	/* Slice kb of tile pair t into buffer kb % WG_STAGES, as one commit group. */
-	auto		load = [&] (unsigned long long t, int kb) {
+	/*
+	 * Slice kb of tile pair t (list entry tp) into buffer kb % WG_STAGES,
+	 * as one commit group; the first tile's part is skipped when the
+	 * buffer already holds it (keep_a).
+	 */
+	auto		load = [&] (unsigned long long t, unsigned long long tp, int kb, bool keep_a) {
 		unsigned int sa = base + (kb % WG_STAGES) * 2 * WG_TILE_BYTES;
 
 		if (t < b.hi && kb < nk)
 		{
-			const unsigned long long tp = b.list[t];
-
 #pragma unroll
 			for (int u = 0; u < 2 * BT * 8 / WG_THREADS; u++)
 			{
@@ -968,27 +973,34 @@ brute_wgmma_kernel(BruteDev g, BruteBatch b)
 				const __half *src = g.h + ((size_t) tile * BT + r) * g.dpad + kk;
 				unsigned int dst = sa + side * WG_TILE_BYTES + r * 128 + ((c ^ (r & 7)) << 4);
 
-				asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-							 :: "r"(dst), "l"(in ? src : g.h), "r"(in ? 16 : 0));
+				if (side == 1 || !keep_a)
+					asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+								 :: "r"(dst), "l"(in ? src : g.h), "r"(in ? 16 : 0));
 			}
 		}
 		asm volatile("cp.async.commit_group;");
 	};
 
-	unsigned long long t = acquire();
+	unsigned long long k = 0;
+	unsigned long long t = entry(0);
+	unsigned long long tp = t < b.hi ? b.list[t] : 0;
 
 #pragma unroll
 	for (int kb = 0; kb < WG_STAGES - 1; kb++)
-		load(t, kb);
+		load(t, tp, kb, false);
 	while (t < b.hi)
 	{
-		const unsigned int bi = (unsigned int) (b.list[t] >> 32);
-		const unsigned int bj = (unsigned int) b.list[t];
+		const unsigned int bi = (unsigned int) (tp >> 32);
+		const unsigned int bj = (unsigned int) tp;
+		/* Read early, used after the MMAs: their latency hides behind them. */
+		unsigned long long tn = entry(k + 1);
+		const unsigned long long tpn = tn < b.hi ? b.list[tn] : 0;
+		const int	stop = tid == 0 ? (*(volatile unsigned int *) b.overflow != 0 || *b.abort != 0) : 0;
 		float		d[64];
 
 #pragma unroll
-		for (int k = 0; k < 64; k++)
-			d[k] = 0.0f;			/* the first MMA ignores them; no undefined reads */
+		for (int q = 0; q < 64; q++)
+			d[q] = 0.0f;			/* the first MMA ignores them; no undefined reads */
 
 		for (int kb = 0; kb < nk; kb++)
 		{
@@ -997,7 +1009,7 @@ brute_wgmma_kernel(BruteDev g, BruteBatch b)
 			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 			__syncthreads();
 			/* Every warpgroup is done with slice kb - 1: its buffer takes kb + 2. */
-			load(t, kb + WG_STAGES - 1);
+			load(t, tp, kb + WG_STAGES - 1, false);
 
 			unsigned int sa = base + (kb % WG_STAGES) * 2 * WG_TILE_BYTES;
 			uint64_t	da = wg_desc(sa + wgi * 64 * 128);
@@ -1015,13 +1027,22 @@ brute_wgmma_kernel(BruteDev g, BruteBatch b)
 
 		/*
 		 * The next tile pair's first slices load while this one's epilogue
-		 * runs (acquire's barrier: every warpgroup is done with the buffers).
+		 * runs (after the barrier, every warpgroup is done with the
+		 * buffers).  Where the slices of a tile all fit the buffers
+		 * (nk < WG_STAGES), the first tile's stay put from one pair to the
+		 * next when it is the same tile.
 		 */
-		const unsigned long long tn = acquire();
+		if (tid == 0)
+			s_stop = stop;
+		__syncthreads();
+		if (s_stop)
+			tn = b.hi;
+
+		const bool	keep_a = nk < WG_STAGES && (unsigned int) (tpn >> 32) == bi;
 
 #pragma unroll
 		for (int kb = 0; kb < WG_STAGES - 1; kb++)
-			load(tn, kb);
+			load(tn, tpn, kb, keep_a);
 
 		/*
 		 * Epilogue: d[nf * 4 + h * 2 + e] is row 64 wgi + 16 (warp % 4) +
@@ -1066,6 +1087,8 @@ brute_wgmma_kernel(BruteDev g, BruteBatch b)
 			*j = col0 + (bit >> 2) * 8 + (bit & 1);
 		});
 		t = tn;
+		tp = tpn;
+		k++;
 	}
 	add_counts(b, lane, cand, rech);
 #endif
