@@ -38,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "gpu_join.h"
 #include "fp16_filter.h"
@@ -67,7 +68,24 @@ struct BruteDev
 	int			d;
 	int			dpad;
 	double		thr;
+	/*
+	 * exact => false (FaSTED's semantics): q is |h|^2 / 2, a pair is kept
+	 * iff q_a + q_b - acc <= thr_half ((sigma eps)^2 / 2 in float4), and
+	 * its dist comes from an FP32 dot of the FP16 rows.
+	 */
+	bool		approx;
+	float		thr_half;
+	double		inv_sigma;
 };
+
+/* The epilogue's decision for one pair: keep it (for the recheck, or as is). */
+__device__ __forceinline__ bool
+keep_pair(const BruteDev &g, float acc, float q_a, float q_b, float rc_a, float rc_b)
+{
+	if (g.approx)
+		return q_a + q_b - acc <= g.thr_half;
+	return !tc_f16_drop(acc, q_a, q_b, rc_a, rc_b);
+}
 
 struct BruteBatch
 {
@@ -128,7 +146,7 @@ maxabs_kernel(const T *x, unsigned int n, int d, const double *c, unsigned long 
 /* One warp per point: h, q and rc (fp16_filter.h); padding rows are zero. */
 template <typename T>
 __global__ void
-convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int dpad,
+convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int dpad, bool approx,
 			   const double *c, const unsigned int *order, TcF16Plan plan, __half *h,
 			   float *q, float *rc)
 {
@@ -171,8 +189,8 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int dpad,
 		if (i < n)
 		{
 			tc_f16_finish(&plan, d, hn2, r2, y2, &pt);
-			q[i] = pt.q;
-			rc[i] = pt.rc;
+			q[i] = approx ? (float) (hn2 * 0.5) : pt.q;
+			rc[i] = approx ? 0.0f : pt.rc;
 		}
 		else
 			q[i] = rc[i] = 0.0f;
@@ -584,20 +602,23 @@ add_counts(const BruteBatch &b, int lane, unsigned long long cand, unsigned long
 #define RC_CHUNK 32
 #define RC_ROW (RC_CHUNK + 1)	/* padded: lanes read different banks */
 
-template <typename T>
+template <typename T, bool APPROX>
 __global__ void
 __launch_bounds__(RC_WARPS * WARP)
 recheck_kernel(BruteDev g, BruteBatch b)
 {
+	/* exact => false: the FP16 rows, as float4, and an FP32 dot */
+	typedef typename std::conditional<APPROX, float, T>::type E;
 	extern __shared__ __align__(16) unsigned char rc_raw[];
 	__shared__ Stage stages[RC_WARPS];
 	const int	lane = threadIdx.x % WARP;
 	const int	warp = threadIdx.x / WARP;
-	T		   *sa = (T *) rc_raw + (size_t) warp * 2 * WARP * RC_ROW;
-	T		   *sb = sa + WARP * RC_ROW;
+	E		   *sa = (E *) rc_raw + (size_t) warp * 2 * WARP * RC_ROW;
+	E		   *sb = sa + WARP * RC_ROW;
 	Stage	   &st = stages[warp];
 	int			nst = 0;
 	const T    *x = (const T *) g.x;
+	const int	len = APPROX ? g.dpad : g.d;
 	unsigned int nc;
 
 	if (*(volatile unsigned int *) b.overflow != 0)
@@ -611,17 +632,18 @@ recheck_kernel(BruteDev g, BruteBatch b)
 		size_t		ra = 0,
 					rb = 0;
 		double		s = 0.0;
+		float		dot = 0.0f;
 		bool		live = c < nc;	/* not yet past thr */
 
 		if (live)
 		{
 			p = b.cand[c];
-			ra = (size_t) g.order[p.x] * g.d;
-			rb = (size_t) g.order[p.y] * g.d;
+			ra = APPROX ? (size_t) p.x * g.dpad : (size_t) g.order[p.x] * g.d;
+			rb = APPROX ? (size_t) p.y * g.dpad : (size_t) g.order[p.y] * g.d;
 		}
-		for (int k0 = 0; k0 < g.d && __any_sync(FULL_MASK, live); k0 += RC_CHUNK)
+		for (int k0 = 0; k0 < len && __any_sync(FULL_MASK, live); k0 += RC_CHUNK)
 		{
-			int			m = min(RC_CHUNK, g.d - k0);
+			int			m = min(RC_CHUNK, len - k0);
 
 			/*
 			 * Candidate u's pieces, from the lane that holds it: eight
@@ -629,7 +651,7 @@ recheck_kernel(BruteDev g, BruteBatch b)
 			 */
 			for (int u0 = 0; u0 < WARP; u0 += 8)
 			{
-				T			va[8],
+				E			va[8],
 							vb[8];
 				bool		in[8];
 
@@ -640,8 +662,16 @@ recheck_kernel(BruteDev g, BruteBatch b)
 								ub = __shfl_sync(FULL_MASK, rb, u0 + v);
 
 					in[v] = __shfl_sync(FULL_MASK, live, u0 + v) && lane < m;
-					va[v] = in[v] ? x[ua + k0 + lane] : (T) 0;
-					vb[v] = in[v] ? x[ub + k0 + lane] : (T) 0;
+					if (APPROX)
+					{
+						va[v] = in[v] ? (E) __half2float(g.h[ua + k0 + lane]) : (E) 0;
+						vb[v] = in[v] ? (E) __half2float(g.h[ub + k0 + lane]) : (E) 0;
+					}
+					else
+					{
+						va[v] = in[v] ? (E) x[ua + k0 + lane] : (E) 0;
+						vb[v] = in[v] ? (E) x[ub + k0 + lane] : (E) 0;
+					}
 				}
 #pragma unroll
 				for (int v = 0; v < 8; v++)
@@ -654,15 +684,28 @@ recheck_kernel(BruteDev g, BruteBatch b)
 			__syncwarp();
 			if (live)
 			{
-				for (int k = 0; k < m; k++)
+				if (APPROX)
+					for (int k = 0; k < m; k++)
+						dot = __fadd_rn(dot, __fmul_rn((float) sa[lane * RC_ROW + k], (float) sb[lane * RC_ROW + k]));
+				else
 				{
-					double		t = __dsub_rn((double) sa[lane * RC_ROW + k], (double) sb[lane * RC_ROW + k]);
+					for (int k = 0; k < m; k++)
+					{
+						double		t = __dsub_rn((double) sa[lane * RC_ROW + k], (double) sb[lane * RC_ROW + k]);
 
-					s = __dadd_rn(s, __dmul_rn(t, t));
+						s = __dadd_rn(s, __dmul_rn(t, t));
+					}
+					live = s <= g.thr;	/* partial sums only grow */
 				}
-				live = s <= g.thr;	/* partial sums only grow */
 			}
 			__syncwarp();
+		}
+		if (APPROX && c < nc)
+		{
+			/* the filter decided; dist from |h_a|^2 + |h_b|^2 - 2 dot, in float4 */
+			float		d2 = 2.0f * (g.q[p.x] + g.q[p.y] - dot);
+
+			s = (double) fmaxf(d2, 0.0f) * g.inv_sigma * g.inv_sigma;
 		}
 		stage_hit(b, st, nst, lane, live && c < nc, p.x, p.y, s,
 				  [&] (unsigned int q) { return (long long) g.order[q]; });
@@ -833,8 +876,8 @@ brute_kernel(BruteDev g, BruteBatch b)
 						bool		valid = i < g.n && j < g.n && (bi != bj || j > i);
 
 						cand += valid;
-						if (valid && !tc_f16_drop(acc[mf][nf][hf * 2 + e], q_r, q_c[nf][e], rc_r,
-												 rc_c[nf][e]))
+						if (valid && keep_pair(g, acc[mf][nf][hf * 2 + e], q_r, q_c[nf][e], rc_r,
+											   rc_c[nf][e]))
 							keep[bit >> 5] |= 1u << (bit & 31);
 					}
 			}
@@ -1078,7 +1121,7 @@ brute_wgmma_kernel(BruteDev g, BruteBatch b)
 					bool		valid = i < g.n && j < g.n && (bi != bj || j > i);
 
 					cand += valid;
-					if (valid && !tc_f16_drop(d[nf * 4 + h * 2 + e], q_r[h], q_c, rc_r[h], rc_c))
+					if (valid && keep_pair(g, d[nf * 4 + h * 2 + e], q_r[h], q_c, rc_r[h], rc_c))
 						keep[bit >> 5] |= 1u << (bit & 31);
 				}
 			}
@@ -1127,6 +1170,8 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 	CHECK(cudaStreamSynchronize(s));
 	memcpy(&maxabs, &maxbits, sizeof(maxabs));
 	tc_f16_plan(&plan, d, thr, maxabs);
+	bd.thr_half = (float) (plan.sigma * plan.sigma * thr * 0.5);
+	bd.inv_sigma = 1.0 / plan.sigma;
 
 	/* The order: recursive bisection down to single tiles. */
 	unsigned int ntiles = npad / BT;
@@ -1208,7 +1253,7 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 		(st = dev_alloc(g, (void **) &d_rc, sizeof(float) * npad, err)) != TC_OK)
 		return st;
 	convert_kernel<T><<<(unsigned int) (((size_t) npad * WARP + 255) / 256), 256, 0, s>>>(
-		(const T *) bd.x, n, npad, d, plan.dpad, d_c, d_order, plan, d_h, d_q, d_rc);
+		(const T *) bd.x, n, npad, d, plan.dpad, bd.approx, d_c, d_order, plan, d_h, d_q, d_rc);
 	CHECK(cudaGetLastError());
 	CHECK(cudaStreamSynchronize(s));
 	dev_free(g, d_c);
@@ -1276,6 +1321,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	bd.n = n;
 	bd.d = a->d;
 	bd.thr = thr;
+	bd.approx = !params->exact;
 	bd.ntiles = npad / BT;
 	st = a->type == TC_FLOAT4 ? prepare<float>(g, a, thr, bd, plan, npad, &d_cen, &d_rad, stats, err) :
 		prepare<double>(g, a, thr, bd, plan, npad, &d_cen, &d_rad, stats, err);
@@ -1321,7 +1367,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	/* With the staging buffers, more than the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
 	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
-	CHECK(cudaFuncSetAttribute(recheck_kernel<double>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+	CHECK(cudaFuncSetAttribute(recheck_kernel<double, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 							   RC_SMEM(double)));
 
 	/*
@@ -1411,10 +1457,12 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			else
 				brute_kernel<<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
 			CHECK(cudaGetLastError());
-			if (a->type == TC_FLOAT4)
-				recheck_kernel<float><<<sms * 8, RC_WARPS * WARP, RC_SMEM(float), s>>>(bd, bb);
+			if (bd.approx)
+				recheck_kernel<float, true><<<sms * 8, RC_WARPS * WARP, RC_SMEM(float), s>>>(bd, bb);
+			else if (a->type == TC_FLOAT4)
+				recheck_kernel<float, false><<<sms * 8, RC_WARPS * WARP, RC_SMEM(float), s>>>(bd, bb);
 			else
-				recheck_kernel<double><<<sms * 8, RC_WARPS * WARP, RC_SMEM(double), s>>>(bd, bb);
+				recheck_kernel<double, false><<<sms * 8, RC_WARPS * WARP, RC_SMEM(double), s>>>(bd, bb);
 			CHECK(cudaGetLastError());
 			CHECK(cudaEventRecord(g->kev[cur][1], s));
 			CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 3,
@@ -1431,7 +1479,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 
 		CHECK(cudaMemcpy(cnt, d_cnt, sizeof(cnt), cudaMemcpyDeviceToHost));
 		stats->candidates = cnt[0];
-		stats->rechecked = cnt[1];
+		stats->rechecked = bd.approx ? 0 : cnt[1];	/* approximate: nothing rechecked */
 	}
 	stats->join_seconds = tc_now() - t1;
 	return TC_OK;

@@ -467,6 +467,102 @@ small_buffer(void)
 }
 
 /*
+ * exact => false on the FP16 brute force (FaSTED's semantics: the FP16-32
+ * accumulator decides, dist from an FP32 dot), measured against the exact
+ * CPU join as FaSTED's paper does (its Tables 7-8): recall and overlap of
+ * the pair sets, and the distance error of the pairs both return.  The
+ * bounds asserted are loose sanity checks (a broken mode misses them by
+ * far); the figures are printed.
+ */
+static void
+approx_cases(void)
+{
+	static const struct
+	{
+		const char *kind;
+		int			d;
+		double		k;			/* neighbours per point */
+	}			cases[] = {{"uniform", 128, 16}, {"uniform", 784, 64}, {"far", 128, 16},
+	{"fp16edge", 384, 16}, {"expo", 960, 64}};
+
+	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++)
+	{
+		int64_t		n = 20000;
+		int			d = cases[ci].d;
+		float	   *x = make_points(cases[ci].kind, n, d);
+		double		eps = eps_for(x, 5000, d, cases[ci].k);
+		TcPoints	p = {x, n, d, TC_FLOAT4};
+		TcJoinParams ex = {.eps = eps, .method = TC_METHOD_BRUTE, .device = TC_DEVICE_CPU,
+		.exact = true, .threads = tc_cpu_count()};
+		TcJoinParams ap = ex;
+		Collect		ce = {0},
+					ca = {0};
+		TcJoinStats se,
+					sa;
+		TcError		ee,
+					ea;
+		TcStatus	st1,
+					st2;
+		size_t		i = 0,
+					j = 0,
+					common = 0;
+		double		maxerr = 0,
+					sum = 0,
+					sum2 = 0;
+
+		ap.device = TC_DEVICE_GPU;
+		ap.exact = false;
+		ap.tensor_cores = TC_TENSOR_ON;
+		st1 = run(&p, ex, &ce, &se, &ee);
+		st2 = run(&p, ap, &ca, &sa, &ea);
+		if (st1 != TC_OK || st2 != TC_OK)
+		{
+			report(0, "approximate %s d=%d: cpu %s (%s), gpu %s (%s)", cases[ci].kind, d,
+				   tc_status_name(st1), ee.message, tc_status_name(st2), ea.message);
+			free(x);
+			continue;
+		}
+		qsort(ce.pairs, ce.n, sizeof(TcPair), cmp_pair);
+		qsort(ca.pairs, ca.n, sizeof(TcPair), cmp_pair);
+		while (i < ce.n && j < ca.n)
+		{
+			int			c = cmp_pair(&ce.pairs[i], &ca.pairs[j]);
+
+			if (c == 0)
+			{
+				double		err = fabs(ca.pairs[j].dist - ce.pairs[i].dist) / eps;
+
+				common++;
+				maxerr = fmax(maxerr, err);
+				sum += err;
+				sum2 += err * err;
+				i++;
+				j++;
+			}
+			else if (c < 0)
+				i++;
+			else
+				j++;
+		}
+		{
+			double		recall = ce.n ? (double) common / (double) ce.n : 1.0;
+			double		overlap = ce.n + ca.n - common ? (double) common / (double) (ce.n + ca.n - common) : 1.0;
+			double		mean = common ? sum / (double) common : 0.0;
+			double		sd = common ? sqrt(fmax(0.0, sum2 / (double) common - mean * mean)) : 0.0;
+
+			report(overlap >= 0.99 && maxerr <= 1e-2 && sa.rechecked == 0,
+				   "approximate %-8s n=%lld d=%-4d eps=%-9.4g exact %zu pairs, approximate %zu: "
+				   "recall %.6f, overlap %.6f; dist error / eps: mean %.2e, sd %.2e, max %.2e",
+				   cases[ci].kind, (long long) n, d, eps, ce.n, ca.n, recall, overlap, mean, sd, maxerr);
+		}
+		free(ce.pairs);
+		free(ca.pairs);
+		free(x);
+	}
+}
+
+
+/*
  * Brute force on the FP16 tensor cores (method brute, tensor cores on)
  * against the CPU at the dimensions of embeddings and images, with values
  * at FP16's limits, far from the origin, duplicates, and eps equal to a
@@ -557,6 +653,7 @@ main(int argc, char **argv)
 
 	small_buffer();
 	failure_modes();
+	approx_cases();
 
 	start = tc_now();
 	brute_cases(quick, seconds / 2, start);

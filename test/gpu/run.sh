@@ -77,7 +77,7 @@ fi
 if [ -n "$BENCH" ]; then
     rm -f test/bench/tcbench && make -C test/bench USE_CUDA=1 >/dev/null
     B=test/bench/tcbench
-  if [ -n "$GRIDBENCH" ]; then
+    if [ -n "$GRIDBENCH" ]; then
     echo "== engine benchmarks (GPU grid against the CPU)"
     make -C test/bench copy_floor >/dev/null && echo "copy floor (d2h chunked, d2h large, h2d GB/s, gpu): $(test/bench/copy_floor)"
     for eps in 0.0002 0.0005; do
@@ -98,7 +98,7 @@ if [ -n "$BENCH" ]; then
         done
     done
     $B --gen expo --n 2000000 --d 2 --eps 0.0002 --device cpu --sink count --reps 3
-  fi
+    fi
 
     echo "== FP16 brute force against cuBLAS (FLOPs counted as 2 n^2 d)"
     make -C test/bench gemm_floor >/dev/null
@@ -106,11 +106,18 @@ if [ -n "$BENCH" ]; then
         n=${nd%:*} d=${nd#*:}
         echo "gemm_floor $n $d: $(test/bench/gemm_floor $n $d)"
         $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
-        # the same on the mma.sync kernel (Hopper's own runs wgmma)
+        # the same on the mma.sync kernel (Hopper's own runs wgmma), and approximate (exact off)
         TCJOIN_BRUTE_KERNEL=mma $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
+        $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --exact off --sink count --reps 3
     done
     echo "== the issue's end-to-end figure: 1,000,000 x 128, about 64 neighbours"
     $B --gen gauss --n 1000000 --d 128 --neighbours 64 --method brute --device gpu --sink count --reps 3
+    echo "== auto's choice on the GPU: grid against FP16 brute force, 400,000 uniform points, 64 neighbours"
+    for d in 8 12 16 32; do
+        for m in grid brute; do
+            $B --gen uniform --n 400000 --d $d --neighbours 64 --method $m --device gpu --sink count --reps 3
+        done
+    done
 fi 2>&1 | tee "$OUT/bench.log"
 
 if [ -n "$SQL" ]; then
