@@ -61,7 +61,9 @@ extern TcStatus tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a,
 /*
  * Self-join a by brute force on FP16 tensor cores, exactly: a filter with a
  * proven error band (fp16_filter.h), then the contract's sum for every pair
- * it keeps.  Handle, sink and stats as for tc_gpu_selfjoin.
+ * it keeps.  With params->exact false, FaSTED's approximate semantics
+ * instead (the FP16-32 product decides; dist from an FP32 dot).  Handle,
+ * sink and stats as for tc_gpu_selfjoin.
  */
 extern TcStatus tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a,
 									  const TcJoinParams *params, double thr,

@@ -13,20 +13,20 @@
  * balls lie more than eps apart is never joined (tile pruning).
  *
  * The join: 128 x 128 tiles of point pairs, only those on or above the
- * diagonal (each unordered pair once) that pruning kept.  A block of four warps (2 x 2, each
- * 64 x 64) stages 32 FP16 dimensions of both tiles in shared memory at a
- * time and runs mma.sync m16n8k16 (FP16 inputs, FP32 accumulation) over
- * them.  The epilogue drops every pair that tc_f16_drop proves to lie
- * beyond eps; the rest go through the contract's exact float8 sum on the
- * input coordinates, which decides and gives dist.  Blocks take tiles from
- * an atomic counter; pairs are staged per warp and appended with one atomic
- * per stage into a bounded buffer, and a batch of tiles that overflows it is
- * rerun smaller (gpu_join.h), so no pair is lost.
+ * diagonal (each unordered pair once) that pruning kept, listed in 16 x 16
+ * squares of tiles for L2 reuse.  On Hopper (sm_90a) a block of two
+ * warpgroups runs wgmma over 64-dimension slices staged by cp.async in the
+ * 128-byte swizzled layout (brute_wgmma_kernel); elsewhere four warps run
+ * mma.sync m16n8k16 with ldmatrix fragments (brute_kernel).  The epilogue
+ * drops every pair that tc_f16_drop proves to lie beyond eps and lists the
+ * rest as candidates; recheck_kernel decides them with the contract's exact
+ * float8 sum on the input coordinates, which also gives dist.  Pairs are
+ * staged per warp and appended with one atomic per stage into a bounded
+ * buffer, and a batch of tiles that overflows its candidate or pair buffer
+ * is rerun smaller (gpu_join.h), so no pair is lost.
  *
- * Tiles are staged with cp.async, the next K slice copying while the
- * tensor cores work on this one; fragments come by ldmatrix (the padded
- * rows keep its eight row reads conflict-free).  A deeper pipeline and
- * Hopper's wgmma come next, measured against this.
+ * exact => false (FaSTED's semantics): the FP16-32 product decides, and
+ * dist comes from an FP32 dot of the FP16 rows; nothing is rechecked.
  */
 #include <cub/cub.cuh>
 #include <cuda_fp16.h>

@@ -206,7 +206,7 @@ choose_device(TcJoin *join, bool *use_gpu, TcError *err)
 }
 
 /* From this many dimensions, auto on the GPU takes FP16 brute force. */
-#define TC_GPU_BRUTE_DIMS 16
+#define TC_GPU_BRUTE_DIMS 12
 
 /* The whole join on the GPU: its own index, batches and output loop. */
 static TcStatus
@@ -220,8 +220,9 @@ run_gpu(TcJoin *join, TcError *err)
 	 * tcjoin.tensor_cores = off, which keeps FP64 CUDA cores: the grid
 	 * kernel over one cell).  auto takes it too from TC_GPU_BRUTE_DIMS
 	 * dimensions, and the grid below: on 400,000 uniform points with 64
-	 * neighbours each, brute force took 0.165 s at d = 16 where the grid
-	 * took 1.12 s (5.1 s against 0.17 s at d = 32; docs/performance.md).
+	 * neighbours each, the grid took 0.098 s at d = 8 against brute
+	 * force's 0.146 s, and 0.93 s at d = 12 against 0.150 s (there it
+	 * finds no useful cells; docs/performance.md).
 	 */
 	bool		fp16_brute = join->params.method == TC_METHOD_BRUTE;
 
