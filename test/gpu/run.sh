@@ -112,6 +112,19 @@ if [ -n "$BENCH" ]; then
     done
     echo "== the issue's end-to-end figure: 1,000,000 x 128, about 64 neighbours"
     $B --gen gauss --n 1000000 --d 128 --neighbours 64 --method brute --device gpu --sink count --reps 3
+    echo "== real data (test/bench/unpack-data, from .data-pack)"
+    test/bench/unpack-data .data || true
+    if [ -e .data/fmnist_70000x784.f32 ]; then
+        echo "gemm_floor 70000 784: $(test/bench/gemm_floor 70000 784)"
+        for ex in on off; do
+            $B --file .data/fmnist_70000x784.f32 --d 784 --neighbours 64 --method brute --device gpu --exact $ex --sink count --reps 3
+        done
+    fi
+    if [ -e .data/tycho2_1871011x3.f32 ]; then
+        for dev in gpu cpu; do
+            $B --file .data/tycho2_1871011x3.f32 --d 3 --neighbours 64 --device $dev --sink count --reps 3
+        done
+    fi
     echo "== auto's choice on the GPU: grid against FP16 brute force, 400,000 uniform points, 64 neighbours"
     for d in 8 12 16 32; do
         for m in grid brute; do
