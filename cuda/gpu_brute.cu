@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <climits>
 #include <cstring>
 #include <type_traits>
 
@@ -150,7 +151,7 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int dpad, b
 			   const double *c, const unsigned int *order, TcF16Plan plan, __half *h,
 			   float *q, float *rc)
 {
-	unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x) / WARP;
+	unsigned int i = (unsigned int) (((size_t) blockIdx.x * blockDim.x + threadIdx.x) / WARP);
 	int			lane = threadIdx.x % WARP;
 	double		hn2 = 0.0,
 				r2 = 0.0,
@@ -293,7 +294,7 @@ __global__ void
 proj_kernel(const T *x, int d, const unsigned int *order, unsigned int n, unsigned int seg,
 			const float *dir, unsigned int *key)
 {
-	unsigned int p = (blockIdx.x * blockDim.x + threadIdx.x) / WARP;
+	unsigned int p = (unsigned int) (((size_t) blockIdx.x * blockDim.x + threadIdx.x) / WARP);
 	int			lane = threadIdx.x % WARP;
 	float		v = 0.0f;
 
@@ -400,11 +401,10 @@ bounds_kernel(const T *x, int d, const double *c, const unsigned int *order, uns
  * Of the tile pairs in squares [u0, u1) (squares numbered row by row over
  * the upper triangle of the nsq x nsq squares; pairs off the triangle are
  * skipped), those that may hold a pair within eps: |cen_a - cen_b| <=
- * rad_a + rad_b + eps_hi, with |cen_a - cen_b| computed in float4 and
- * shrunk by a margin for its roundings ((d + 4) 2^-23 of the squared sum,
- * each term a square, so the sum is at least (1 - (d + 4) 2^-23) of the
- * true one).  Appended with one atomic per warp, so the list keeps roughly
- * the square order.
+ * rad_a + rad_b + eps_hi, with |cen_a - cen_b| computed in float8 from the
+ * float4 centres and shrunk by a generous margin for its roundings ((d + 4)
+ * 2^-22 of the squared sum, each term a square).  Appended with one atomic
+ * per warp, so the list keeps roughly the square order.
  */
 __device__ __forceinline__ unsigned long long
 tri_start(unsigned long long r, unsigned long long m)
@@ -443,20 +443,22 @@ prune_kernel(const float *cen, const float *rad, int d, unsigned int nt, double 
 	}
 	if (keep && bj != bi)
 	{
-		float		s2 = 0.0f;
+		/* in float8: a float4 sum of squares overflows from centres 1.8e19 apart */
+		double		s2 = 0.0;
 		const float *ca = cen + (size_t) bi * d,
 				   *cb = cen + (size_t) bj * d;
 
 		for (int k = 0; k < d; k++)
 		{
-			float		v = ca[k] - cb[k];
+			double		v = (double) ca[k] - (double) cb[k];
 
 			s2 += v * v;
 		}
-		double		lower = sqrt((double) s2 * (1.0 - (double) (d + 4) * 0x1p-22));
+		double		lower = sqrt(s2 * (1.0 - (double) (d + 4) * 0x1p-22));
 		double		reach = (double) rad[bi] + (double) rad[bj] + eps_hi;
 
-		keep = !(lower > reach * (1.0 + 0x1p-20));
+		/* a centre or radius past float4's range proves nothing: keep */
+		keep = !(isfinite(lower) && lower > reach * (1.0 + 0x1p-20));
 	}
 
 	unsigned int m = __ballot_sync(FULL_MASK, keep);
@@ -963,6 +965,17 @@ wgmma_slice(float (&d)[64], uint64_t da, uint64_t db, int acc)
 }
 #endif
 
+/* 1 iff this device runs brute_wgmma_kernel's code (not an empty PTX body). */
+__global__ void
+wgmma_probe_kernel(int *out)
+{
+#ifdef TC_HAVE_WGMMA
+	*out = 1;
+#else
+	*out = 0;
+#endif
+}
+
 __global__ void
 __launch_bounds__(WG_THREADS, 2)
 brute_wgmma_kernel(BruteDev g, BruteBatch b)
@@ -1170,6 +1183,8 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 	CHECK(cudaStreamSynchronize(s));
 	memcpy(&maxabs, &maxbits, sizeof(maxabs));
 	tc_f16_plan(&plan, d, thr, maxabs);
+	if (bd.approx && maxabs > 0.0 && !(maxabs * plan.sigma > 0x1p14))
+		bd.approx = false;		/* too small to scale into FP16's range: exact instead */
 	bd.thr_half = (float) (plan.sigma * plan.sigma * thr * 0.5);
 	bd.inv_sigma = 1.0 / plan.sigma;
 
@@ -1292,6 +1307,14 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	g = *handle;
 	stats->method = "brute";
 	stats->tensor_cores = true;
+	if (a->n > (int64_t) INT_MAX - BT)
+	{
+		/* cub's sorts count items in an int */
+		err->status = TC_ERR_INVALID;
+		snprintf(err->message, sizeof(err->message),
+				 "FP16 brute force on the GPU takes at most %d points", INT_MAX - BT);
+		return TC_ERR_INVALID;
+	}
 	n = (unsigned int) a->n;
 	if (n < 2)
 	{
@@ -1335,14 +1358,23 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	uint2	   *d_cand[2];
 	unsigned long long *d_cnt;	/* candidates, rechecked, queue x 2 */
 
+	/* Squares of tiles, numbered row by row over their upper triangle. */
+	const unsigned long long nsq = (bd.ntiles + PRUNE_SQ - 1) / PRUNE_SQ;
+	const unsigned long long nsq_all = nsq * (nsq + 1) / 2;
+	const unsigned long long band_sq = std::min(nsq_all,
+												std::max(1ull, BAND_PAIRS / (PRUNE_SQ * PRUNE_SQ)));
+	const size_t list_bytes = sizeof(*d_list) * band_sq * PRUNE_SQ * PRUNE_SQ;
+
 	capacity = BRUTE_CAPACITY;
 	if (params->gpu_result_pairs > 0)
 		capacity = (unsigned int) std::min((size_t) capacity, params->gpu_result_pairs);
 	if (g->limit > 0)
 	{
-		size_t		room = g->limit > g->used ? g->limit - g->used : 0;
+		/* two streams' pair and candidate buffers, and the tile-pair list */
+		size_t		room = g->limit > g->used + list_bytes ? g->limit - g->used - list_bytes : 0;
 
-		while (capacity > BRUTE_MIN_CAPACITY && (size_t) capacity * 2 * sizeof(PairDev) > room)
+		while (capacity > BRUTE_MIN_CAPACITY &&
+			   (size_t) capacity * 2 * (sizeof(PairDev) + sizeof(uint2)) > room)
 			capacity /= 2;
 	}
 	capacity = std::max(capacity, (unsigned int) BRUTE_MIN_CAPACITY);
@@ -1357,7 +1389,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	if ((st = dev_alloc(g, (void **) &d_cnt, sizeof(*d_cnt) * 4, err)) != TC_OK ||
 		(st = get_ring(g, err)) != TC_OK)
 		return st;
-	CHECK(cudaMemset(d_cnt, 0, sizeof(*d_cnt) * 4));
+	CHECK(cudaMemsetAsync(d_cnt, 0, sizeof(*d_cnt) * 4, g->stream[0]));
+	CHECK(cudaStreamSynchronize(g->stream[0]));	/* before either stream's first batch */
 	stats->index_seconds = tc_now() - t0;
 
 	/*
@@ -1383,6 +1416,19 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		CHECK(cudaFuncGetAttributes(&fa, brute_wgmma_kernel));
 		wgmma = major == 9 && fa.binaryVersion == 90 && !(force && strcmp(force, "mma") == 0);
 		if (wgmma)
+		{
+			/* a JIT from the compute_90 PTX would run an empty kernel: ask the device */
+			int			have = 0;
+
+			wgmma_probe_kernel<<<1, 1, 0, g->stream[0]>>>((int *) d_cnt);
+			CHECK(cudaGetLastError());
+			CHECK(cudaMemcpyAsync(&have, d_cnt, sizeof(have), cudaMemcpyDeviceToHost, g->stream[0]));
+			CHECK(cudaStreamSynchronize(g->stream[0]));
+			CHECK(cudaMemsetAsync(d_cnt, 0, sizeof(*d_cnt) * 4, g->stream[0]));
+			CHECK(cudaStreamSynchronize(g->stream[0]));
+			wgmma = have == 1;
+		}
+		if (wgmma)
 			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_wgmma_kernel,
 																WG_THREADS, WG_SMEM));
 		else
@@ -1394,12 +1440,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 
 	double		t1 = tc_now();
 	double		rate = 1.0;
-	/* Squares of tiles, numbered row by row over their upper triangle. */
-	const unsigned long long nsq = (bd.ntiles + PRUNE_SQ - 1) / PRUNE_SQ;
-	const unsigned long long nsq_all = nsq * (nsq + 1) / 2;
-	const unsigned long long band_sq = std::max(1ull, BAND_PAIRS / (PRUNE_SQ * PRUNE_SQ));
-
-	if ((st = dev_alloc(g, (void **) &d_list, sizeof(*d_list) * band_sq * PRUNE_SQ * PRUNE_SQ, err)) != TC_OK ||
+	if ((st = dev_alloc(g, (void **) &d_list, list_bytes, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_nlist, sizeof(*d_nlist), err)) != TC_OK)
 		return st;
 	stats->gpu_tile_pairs = (unsigned long long) bd.ntiles * (bd.ntiles + 1) / 2;

@@ -60,6 +60,7 @@ dev_alloc(TcGpuJoin *g, void **ptr, size_t bytes, TcError *err)
 		return TC_ERR_INTERNAL;
 	}
 	CHECK(cudaMalloc(ptr, bytes));
+	g->dev_bytes[g->ndev] = bytes;
 	g->dev[g->ndev++] = *ptr;
 	g->used += bytes;
 	return TC_OK;
@@ -72,7 +73,10 @@ dev_free(TcGpuJoin *g, void *ptr)
 		if (g->dev[i] == ptr)
 		{
 			cudaFree(ptr);
-			g->dev[i] = g->dev[--g->ndev];
+			g->used -= g->dev_bytes[i];
+			--g->ndev;
+			g->dev[i] = g->dev[g->ndev];
+			g->dev_bytes[i] = g->dev_bytes[g->ndev];
 			return;
 		}
 }

@@ -175,6 +175,7 @@ struct TcGpuJoin
 	cudaEvent_t kev[2][2];		/* per stream: kernel start, end */
 	int			nkev;
 	void	   *dev[48];
+	size_t		dev_bytes[48];	/* each allocation's size, for used */
 	int			ndev;
 	size_t		used;
 	size_t		limit;

@@ -119,7 +119,8 @@ tc_f16_plan(TcF16Plan *p, int d, double thr, double maxabs)
 	if (maxabs > 0.0)
 	{
 		(void) frexp(maxabs, &e);	/* maxabs in [2^(e-1), 2^e) */
-		p->sigma = ldexp(1.0, 15 - e);
+		/* at most 2^1023: below about 2^-1008 the scale stops short (values round to 0) */
+		p->sigma = ldexp(1.0, 15 - e > 1023 ? 1023 : 15 - e);
 	}
 	else
 		p->sigma = 1.0;

@@ -314,6 +314,8 @@ make_points(const char *kind, int64_t n, int d)
 				v = (next_u64() % 2 ? 6e4 : 1e-6) * (u - 0.5);	/* FP16's largest and smallest */
 			else if (strcmp(kind, "far") == 0)
 				v = 1e4 + u * 10;	/* far from the origin: float4 steps of 2^-10 */
+			else if (strcmp(kind, "huge") == 0)
+				v = (i % 2 ? 2e19 : 0.0) + u;	/* two clusters 8e19 apart in 16-D */
 			else
 				v = u;
 			x[i * d + j] = (float) v;
@@ -574,6 +576,19 @@ brute_cases(bool quick, double seconds, double start)
 {
 	static const int dims[] = {16, 100, 128, 384, 784, 960, 1024, 4096};
 	static const char *const kinds[] = {"uniform", "fp16edge", "far", "dups"};
+
+	/*
+	 * Two clusters whose tile centres lie 8e19 apart (a float4 sum of their
+	 * squares overflows): tile pruning must keep the pairs across when eps
+	 * reaches them, and drop them when it does not.
+	 */
+	{
+		float	   *x = make_points("huge", 3000, 16);
+
+		compare_case("huge", 3000, 16, 8.1e19, false, TC_METHOD_BRUTE, x, TC_FLOAT4);
+		compare_case("huge", 3000, 16, 10.0, false, TC_METHOD_BRUTE, x, TC_FLOAT4);
+		free(x);
+	}
 
 	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
 		for (size_t ki = 0; ki < sizeof(kinds) / sizeof(kinds[0]); ki++)
