@@ -1785,6 +1785,16 @@ test_f16_round(void)
 		  tc_f16_round(0x1p-15) == 0.0 && tc_f16_round(0x1.0001p-15) == 0x1p-14 &&
 		  tc_f16_round(-0x1.ffp-15) == -0x1p-14 && tc_f16_round(0x1p-14) == 0x1p-14,
 		  "edges of the FP16 range");
+	{
+		/* data below 2^-1008: the scale stops at 2^1023 rather than overflow */
+		TcF16Plan	pl;
+
+		tc_f16_plan(&pl, 4, 0.0, 0x1p-1070);
+		CHECK(pl.sigma == 0x1p1023 && isfinite(pl.e_half), "scale %g for the largest |y| 2^-1070",
+			  pl.sigma);
+		tc_f16_plan(&pl, 4, 0.0, 3.0);
+		CHECK(pl.sigma == 0x1p13, "scale %g for the largest |y| 3", pl.sigma);
+	}
 	case_end();
 }
 
