@@ -140,6 +140,23 @@ stage_hit(const B &b, S &st, int &n, int lane, bool hit, unsigned int q,
 	__syncwarp();
 }
 
+/* A warp's counts of pairs evaluated and kept, into the batch's totals. */
+template <typename B>
+__device__ __forceinline__ void
+add_counts(const B &b, int lane, unsigned long long cand, unsigned long long rech)
+{
+	for (int off = WARP / 2; off > 0; off /= 2)
+	{
+		cand += __shfl_down_sync(FULL_MASK, cand, off);
+		rech += __shfl_down_sync(FULL_MASK, rech, off);
+	}
+	if (lane == 0)
+	{
+		atomicAdd(b.candidates, cand);
+		atomicAdd(b.rechecked, rech);
+	}
+}
+
 /*
  * A warp's last act: append what it staged, and add its counts of pairs
  * evaluated and pairs a filter kept to the batch's totals (one atomic each
@@ -151,16 +168,7 @@ finish_warp(const B &b, S &st, int &n, int lane, unsigned long long cand,
 			unsigned long long rech)
 {
 	flush_stage(st, n, b, lane);
-	for (int off = WARP / 2; off > 0; off /= 2)
-	{
-		cand += __shfl_down_sync(FULL_MASK, cand, off);
-		rech += __shfl_down_sync(FULL_MASK, rech, off);
-	}
-	if (lane == 0)
-	{
-		atomicAdd(b.candidates, cand);
-		atomicAdd(b.rechecked, rech);
-	}
+	add_counts(b, lane, cand, rech);
 }
 
 /* ---------- host ---------- */
