@@ -43,6 +43,7 @@ CREATE FUNCTION tc_last_stats(
     OUT device text,
     OUT method text,
     OUT tensor_cores boolean,
+    OUT filter text,
     OUT threads integer,
     OUT grid_dims integer[],
     OUT n bigint,

@@ -1336,6 +1336,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		prepare<double>(g, a, thr, bd, plan, npad, &d_cen, &d_rad, stats, err);
 	if (st != TC_OK)
 		return st;
+	stats->filter = bd.approx ? "fp16 tensor cores, approximate" : "fp16 tensor cores";
 
 	/* Result buffers, counters, the ring. */
 	PairDev    *d_pairs[2];

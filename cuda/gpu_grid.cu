@@ -875,6 +875,7 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 		return TC_ERR_INVALID;
 	}
 	stats->tensor_cores = tc;
+	stats->filter = tc ? "fp64 tensor cores" : "none";
 
 	/* As many items as should fit the buffer at the rate seen. */
 	auto		next = [&] (unsigned long long lo, double r, double *bound) {

@@ -455,10 +455,12 @@ SELECT (device = 'gpu') = tensor_cores AS tensor_cores_ok,
        CASE WHEN tensor_cores THEN rechecked BETWEEN pairs AND candidates
             ELSE rechecked = 0 END AS rechecked_ok
   FROM tc_last_stats();
+SELECT filter = CASE WHEN device = 'gpu' THEN 'fp64 tensor cores' ELSE 'none' END AS filter_ok
+  FROM tc_last_stats();
 SELECT * FROM diff($$SELECT * FROM tc_selfjoin('base', 'v4', 0.2)$$, 'TABLE ref4');
 SET tcjoin.tensor_cores = off;
 SELECT * FROM diff($$SELECT * FROM tc_selfjoin('base', 'v8', 0.2, method => 'grid')$$, 'TABLE ref8');
-SELECT NOT tensor_cores AS off_ok, rechecked = 0 AS rechecked_ok FROM tc_last_stats();
+SELECT NOT tensor_cores AS off_ok, rechecked = 0 AS rechecked_ok, filter FROM tc_last_stats();
 SET tcjoin.tensor_cores = auto;
 SELECT * FROM diff($$SELECT * FROM tc_selfjoin('base', 'v8', 0.2)$$, 'TABLE ref8');
 RESET tcjoin.tensor_cores;
@@ -471,10 +473,21 @@ CREATE TABLE hd AS
   SELECT i AS id, (SELECT array_agg(random()::real) FROM generate_series(1, 64) WHERE i > 0) AS v
     FROM generate_series(1, 300) i;
 SELECT count(*) > 0 AS some_pairs FROM tc_selfjoin('hd', 'v', 2.9, 'id', method => 'brute');
-SELECT rechecked BETWEEN pairs AND candidates / 2 AS rechecked_ok, candidates = 300 * 299 / 2 AS all_candidates
+SELECT rechecked BETWEEN pairs AND candidates / 2 AS rechecked_ok, candidates = 300 * 299 / 2 AS all_candidates,
+       filter
+  FROM tc_last_stats();
+-- tc_last_stats().filter says what filtered: on a GPU, brute force runs on
+-- the FP16 tensor cores, and exact => false lets them decide.
+RESET tcjoin.device;
+SELECT count(*) > 0 AS some_pairs FROM tc_selfjoin('hd', 'v', 2.9, 'id', method => 'brute');
+SELECT filter = CASE WHEN device = 'cpu' THEN 'float32'
+                     WHEN tensor_cores THEN 'fp16 tensor cores' ELSE 'none' END AS filter_ok
+  FROM tc_last_stats();
+SELECT count(*) > 0 AS some_pairs FROM tc_selfjoin('hd', 'v', 2.9, 'id', exact => false, method => 'brute');
+SELECT filter = CASE WHEN device = 'cpu' THEN 'float32'
+                     WHEN tensor_cores THEN 'fp16 tensor cores, approximate' ELSE 'none' END AS filter_ok
   FROM tc_last_stats();
 DROP TABLE hd;
-RESET tcjoin.device;
 
 --
 -- Composition: LATERAL, CTEs, subqueries, prepared statements.

@@ -330,6 +330,8 @@ tc_brute_prepare(TcJoin *join, TcError *err)
 			tc_set_error(err, st, "out of memory building the brute-force filter");
 		return st;
 	}
+	if (state->filter)
+		join->stats.filter = "float32";
 	join->nitems = (join->a.n + TC_BRUTE_ROWS - 1) / TC_BRUTE_ROWS;
 	join->stats.grid_dims = 0;
 	join->stats.cells = 0;

@@ -160,6 +160,7 @@ tc_join_create(const TcPoints *a, const TcPoints *b, const TcJoinParams *params,
 	join->stats.threads = join->params.threads;
 
 	join->stats.method = params->method == TC_METHOD_BRUTE ? "brute" : "grid";
+	join->stats.filter = "none";
 	return join;
 }
 

@@ -149,6 +149,13 @@ typedef struct TcJoinStats
 	uint64_t	gpu_tile_pairs;
 	uint64_t	gpu_tile_pairs_kept;
 	const char *gpu_kernel;		/* "wgmma" (Hopper) or "mma.sync" */
+	/*
+	 * What filtered candidates before the exact sum: "none", "float32"
+	 * (CPU brute force), "fp64 tensor cores" (GPU grid), "fp16 tensor
+	 * cores" (GPU brute force), or "fp16 tensor cores, approximate"
+	 * (exact => false: the filter decides).
+	 */
+	const char *filter;
 	double		gpu_upload_seconds; /* coordinates to the device */
 	double		gpu_order_seconds;	/* ordering points into compact tiles */
 } TcJoinStats;

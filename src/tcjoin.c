@@ -61,6 +61,7 @@ typedef struct LastStats
 	char		device[16];
 	char		method[16];
 	bool		tensor_cores;
+	char		filter[40];
 	int			threads;
 	int			grid_dims;
 	int			dims[8];
@@ -174,6 +175,7 @@ record_stats(int64 n, int d, double eps, const TcRunStats *rs,
 	strlcpy(ls->device, rs->join.device, sizeof(ls->device));
 	strlcpy(ls->method, rs->join.method, sizeof(ls->method));
 	ls->tensor_cores = rs->join.tensor_cores;
+	strlcpy(ls->filter, rs->join.filter ? rs->join.filter : "none", sizeof(ls->filter));
 	ls->threads = rs->join.threads;
 	ls->grid_dims = rs->join.grid_dims;
 	for (int i = 0; i < rs->join.grid_dims && i < 8; i++)
@@ -358,8 +360,8 @@ tc_last_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const LastStats *ls = &last_stats;
-	Datum		values[17];
-	bool		nulls[17] = {0};
+	Datum		values[18];
+	bool		nulls[18] = {0};
 	Datum		dims[8];
 	int			i = 0;
 
@@ -379,6 +381,7 @@ tc_last_stats(PG_FUNCTION_ARGS)
 	values[i++] = CStringGetTextDatum(ls->device);
 	values[i++] = CStringGetTextDatum(ls->method);
 	values[i++] = BoolGetDatum(ls->tensor_cores);
+	values[i++] = CStringGetTextDatum(ls->filter);
 	values[i++] = Int32GetDatum(ls->threads);
 	values[i++] = PointerGetDatum(construct_array(dims, ls->grid_dims, INT4OID,
 												  sizeof(int32), true, TYPALIGN_INT));
