@@ -48,7 +48,6 @@
 #define KT 32					/* FP16 dimensions staged per step */
 #define SROW (KT + 8)			/* padded shared row, in halves */
 #define BRUTE_THREADS 128		/* 2 x 2 warps of 64 x 64 */
-#define BRUTE_WARPS (BRUTE_THREADS / WARP)
 /* Two buffers of both tiles' KT-dimension slices: 40 KB, dynamic. */
 #define TILE_SMEM (2 * 2 * BT * SROW * (int) sizeof(__half))
 
@@ -891,7 +890,6 @@ brute_kernel(BruteDev g, BruteBatch b)
 #define WG_STAGES 3
 #define WG_THREADS 256
 #define WG_GROUP 16				/* consecutive list entries a block takes */
-#define WG_WARPS (WG_THREADS / WARP)
 #define WG_TILE_BYTES (BT * WG_BK * (int) sizeof(__half))
 #define WG_SMEM (WG_STAGES * 2 * WG_TILE_BYTES + 1024)	/* + alignment to 1024 */
 
@@ -1376,15 +1374,9 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	if ((st = dev_alloc(g, (void **) &d_cnt, sizeof(*d_cnt) * 4, err)) != TC_OK ||
 		(st = get_ring(g, err)) != TC_OK)
 		return st;
-	CHECK(cudaMemsetAsync(d_cnt, 0, sizeof(*d_cnt) * 4, g->stream[0]));
-	CHECK(cudaStreamSynchronize(g->stream[0]));	/* before either stream's first batch */
 	stats->index_seconds = tc_now() - t0;
 
-	/*
-	 * Batches of tile pairs: as many as should fit the buffer at the rate
-	 * of pairs per candidate seen so far (at first, one tile's worth).
-	 */
-	/* With the staging buffers, more than the 48 KB a block gets by default. */
+	/* Dynamic shared memory past the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
 	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
 	CHECK(cudaFuncSetAttribute(recheck_kernel<double, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1411,8 +1403,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			CHECK(cudaGetLastError());
 			CHECK(cudaMemcpyAsync(&have, d_cnt, sizeof(have), cudaMemcpyDeviceToHost, g->stream[0]));
 			CHECK(cudaStreamSynchronize(g->stream[0]));
-			CHECK(cudaMemsetAsync(d_cnt, 0, sizeof(*d_cnt) * 4, g->stream[0]));
-			CHECK(cudaStreamSynchronize(g->stream[0]));
 			wgmma = have == 1;
 		}
 		if (wgmma)
@@ -1424,6 +1414,9 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		per_sm = std::max(per_sm, 1);
 		stats->gpu_kernel = wgmma ? "wgmma" : "mma.sync";
 	}
+	/* Counters cleared (the probe used them) before either stream's first batch. */
+	CHECK(cudaMemsetAsync(d_cnt, 0, sizeof(*d_cnt) * 4, g->stream[0]));
+	CHECK(cudaStreamSynchronize(g->stream[0]));
 
 	double		t1 = tc_now();
 	double		rate = 1.0;

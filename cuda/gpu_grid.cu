@@ -177,6 +177,20 @@ scan_range(const GridDev &g, const BatchDev &b, Stage &st, int &n, int lane,
 	}
 }
 
+/* The warp's next work item; b.hi once the batch is done, overflowed or aborted. */
+__device__ __forceinline__ unsigned int
+next_item(const BatchDev &b, int lane)
+{
+	unsigned int it = 0;
+
+	if (lane == 0)
+		it = b.lo + atomicAdd(b.queue, 1u);
+	it = __shfl_sync(FULL_MASK, it, 0);
+	if (it >= b.hi || *(volatile unsigned int *) b.overflow != 0 || *b.abort != 0)
+		return b.hi;
+	return it;
+}
+
 __global__ void
 __launch_bounds__(BLOCK_THREADS)
 join_kernel(GridDev g, BatchDev b)
@@ -189,12 +203,9 @@ join_kernel(GridDev g, BatchDev b)
 
 	for (;;)
 	{
-		unsigned int it = 0;
+		unsigned int it = next_item(b, lane);
 
-		if (lane == 0)
-			it = b.lo + atomicAdd(b.queue, 1u);
-		it = __shfl_sync(FULL_MASK, it, 0);
-		if (it >= b.hi || *(volatile unsigned int *) b.overflow != 0 || *b.abort != 0)
+		if (it >= b.hi)
 			break;
 
 		{
@@ -307,12 +318,9 @@ join_tc_kernel(GridDev g, BatchDev b)
 
 	for (;;)
 	{
-		unsigned int it = 0;
+		unsigned int it = next_item(b, lane);
 
-		if (lane == 0)
-			it = b.lo + atomicAdd(b.queue, 1u);
-		it = __shfl_sync(FULL_MASK, it, 0);
-		if (it >= b.hi || *(volatile unsigned int *) b.overflow != 0 || *b.abort != 0)
+		if (it >= b.hi)
 			break;
 
 		unsigned long long item = b.items[it];
