@@ -1320,8 +1320,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	memset(&bd, 0, sizeof(bd));
 	if ((st = dev_alloc(g, &d_x, rowbytes * n, err)) != TC_OK)
 		return st;
-	CHECK(cudaMemcpyAsync(d_x, a->data, rowbytes * n, cudaMemcpyHostToDevice, g->stream[0]));
-	if ((st = wait_stream(g, g->stream[0], sink, err)) != TC_OK)
+	if ((st = upload(g, d_x, a->data, rowbytes * n, g->stream[0], sink, err)) != TC_OK)
 		return st;
 	stats->gpu_upload_seconds = tc_now() - t0;
 	bd.x = d_x;

@@ -685,7 +685,8 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 	}
 	if ((st = dev_alloc(g, &d_raw, rowbytes * n, err)) != TC_OK)
 		return st;
-	CHECK(cudaMemcpyAsync(d_raw, a->data, rowbytes * n, cudaMemcpyHostToDevice, g->stream[0]));
+	if ((st = upload(g, d_raw, a->data, rowbytes * n, g->stream[0], sink, err)) != TC_OK)
+		return st;
 	st = a->type == TC_FLOAT4 ?
 		build_index<float>(g, a, gd, (const float *) d_raw, &d_perm, err) :
 		build_index<double>(g, a, gd, (const double *) d_raw, &d_perm, err);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <unistd.h>
 
 #include "gpu_join.h"
@@ -264,6 +265,50 @@ drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsigned int count,
 			return st;
 	}
 	return TC_OK;
+}
+
+/*
+ * Copy bytes from the caller's (pageable) memory to the device through the
+ * pinned ring: host threads copy each chunk into a free slot while the
+ * previous slots' copies cross the link.  A plain copy from pageable
+ * memory was measured at about 8 GB/s, a sixth of the link.
+ */
+#define UPLOAD_THREADS 4
+
+TcStatus
+upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
+	   const TcSink *sink, TcError *err)
+{
+	const size_t chunk = sizeof(TcPair) * (size_t) RING_CHUNK;
+	size_t		nchunks = (bytes + chunk - 1) / chunk;
+	TcStatus	st;
+
+	if (g->ring == NULL && (st = get_ring(g, err)) != TC_OK)
+		return st;
+	for (size_t k = 0; k < nchunks; k++)
+	{
+		int			slot = (int) (k % RING_SLOTS);
+		size_t		off = k * chunk;
+		size_t		m = std::min(chunk, bytes - off);
+		char	   *pin = (char *) g->ring + (size_t) slot * chunk;
+		std::thread th[UPLOAD_THREADS];
+
+		/* the slot's last copy has left it */
+		if (k >= RING_SLOTS && (st = wait_event(g, g->ring_ev[slot], sink, err)) != TC_OK)
+			return st;
+		for (int t = 0; t < UPLOAD_THREADS; t++)
+		{
+			size_t		lo = m * t / UPLOAD_THREADS,
+						hi = m * (t + 1) / UPLOAD_THREADS;
+
+			th[t] = std::thread([=] { memcpy(pin + lo, (const char *) src + off + lo, hi - lo); });
+		}
+		for (int t = 0; t < UPLOAD_THREADS; t++)
+			th[t].join();
+		CHECK(cudaMemcpyAsync((char *) dst + off, pin, m, cudaMemcpyHostToDevice, s));
+		CHECK(cudaEventRecord(g->ring_ev[slot], s));
+	}
+	return wait_stream(g, s, sink, err);
 }
 
 TcStatus
