@@ -197,6 +197,8 @@ get_ring(TcGpuJoin *g, TcError *err)
 {
 	size_t		bytes = sizeof(TcPair) * (size_t) RING_CHUNK * RING_SLOTS;
 
+	if (g->ring != NULL)
+		return TC_OK;			/* already held (the upload took it) */
 	if (ring_cache_busy.exchange(1) == 0)
 	{
 		if (ring_cache == NULL)
