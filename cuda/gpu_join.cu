@@ -303,10 +303,19 @@ upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
 			size_t		lo = m * t / UPLOAD_THREADS,
 						hi = m * (t + 1) / UPLOAD_THREADS;
 
-			th[t] = std::thread([=] { memcpy(pin + lo, (const char *) src + off + lo, hi - lo); });
+			/* a thread that cannot start leaves its part to this one (no exception escapes) */
+			try
+			{
+				th[t] = std::thread([=] { memcpy(pin + lo, (const char *) src + off + lo, hi - lo); });
+			}
+			catch (...)
+			{
+				memcpy(pin + lo, (const char *) src + off + lo, hi - lo);
+			}
 		}
 		for (int t = 0; t < UPLOAD_THREADS; t++)
-			th[t].join();
+			if (th[t].joinable())
+				th[t].join();
 		CHECK(cudaMemcpyAsync((char *) dst + off, pin, m, cudaMemcpyHostToDevice, s));
 		CHECK(cudaEventRecord(g->ring_ev[slot], s));
 	}
