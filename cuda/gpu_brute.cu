@@ -652,17 +652,20 @@ recheck_kernel(BruteDev g, BruteBatch b)
 			int			m = min(RC_CHUNK, len - k0);
 
 			/*
-			 * Candidate u's pieces, from the lane that holds it: eight
-			 * candidates' loads in flight before their stores.
+			 * Candidate u's pieces, from the lane that holds it: RC_BATCH
+			 * candidates' loads in flight before their stores (the loads
+			 * mostly miss L1, and the kernel is bound by their latency).
 			 */
-			for (int u0 = 0; u0 < WARP; u0 += 8)
+			constexpr int RC_BATCH = sizeof(E) == 8 ? 16 : 32;
+
+			for (int u0 = 0; u0 < WARP; u0 += RC_BATCH)
 			{
-				E			va[8],
-							vb[8];
-				bool		in[8];
+				E			va[RC_BATCH],
+							vb[RC_BATCH];
+				bool		in[RC_BATCH];
 
 #pragma unroll
-				for (int v = 0; v < 8; v++)
+				for (int v = 0; v < RC_BATCH; v++)
 				{
 					size_t		ua = __shfl_sync(FULL_MASK, ra, u0 + v),
 								ub = __shfl_sync(FULL_MASK, rb, u0 + v);
@@ -680,7 +683,7 @@ recheck_kernel(BruteDev g, BruteBatch b)
 					}
 				}
 #pragma unroll
-				for (int v = 0; v < 8; v++)
+				for (int v = 0; v < RC_BATCH; v++)
 					if (in[v])
 					{
 						sa[(u0 + v) * RC_ROW + lane] = va[v];
@@ -1096,6 +1099,8 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 	__shared__ __align__(8) unsigned long long full[WG_STAGES],
 				empty[WG_STAGES];
 	__shared__ int ctrl[WG_STAGES];	/* 1: no more items (set with a stage's first slice) */
+	/* per warpgroup and item parity: q, then rc, of the item's 256 columns */
+	__shared__ __align__(16) float qrc[2][2][2][2 * BT];
 	const int	tid = threadIdx.x;
 	const int	lane = tid % WARP;
 	/* a shuffle tells the compiler the role is uniform per warp (wgmma needs that) */
@@ -1194,6 +1199,41 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 		mbar_wait_all(full0 + 8 * (it % WG_STAGES), (it / WG_STAGES) & 1);
 		if (__shfl_sync(FULL_MASK, ctrl[it % WG_STAGES], 0))
 			break;
+
+		/*
+		 * The epilogue's per-point values, requested now so that their
+		 * latency hides behind the MMAs: the columns' q and rc into shared
+		 * memory (16 bytes a thread, zeros for a missing B1), the rows' into
+		 * registers.
+		 */
+		const unsigned long long t = item(k);
+		const unsigned long long e0 = b.list[t],
+					e1 = b.list[t + 1];
+		const unsigned int bi = (unsigned int) (e0 >> 32);
+		const unsigned int bj[2] = {(unsigned int) e0, (unsigned int) e1};
+		const unsigned int row0 = bi * BT + wgi * 64 + (warp % 4) * 16 + gr;
+		float		(*cq)[2 * BT] = qrc[wgi][k & 1];
+		float		q_r[2],
+					rc_r[2];
+
+		{
+			const int	tw = tid % 128;
+			const int	half = tw >> 6,
+						which = (tw >> 5) & 1,
+						part = tw & 31;
+			const bool	in = bj[half] != TILE_NONE;
+			const float *src = (which ? g.rc : g.q) + (in ? (size_t) bj[half] * BT + part * 4 : 0);
+
+			asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\ncp.async.commit_group;"
+						 :: "r"((unsigned int) __cvta_generic_to_shared(&cq[which][half * BT + part * 4])),
+						 "l"(src), "r"(in ? 16 : 0) : "memory");
+		}
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+		{
+			q_r[h] = g.q[row0 + 8 * h];
+			rc_r[h] = g.rc[row0 + 8 * h];
+		}
 #pragma unroll
 		for (int q = 0; q < 128; q++)
 			d[q] = 0.0f;		/* the first MMA ignores them; no undefined reads */
@@ -1224,6 +1264,13 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 		asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 		if (lane == 0)
 			mbar_arrive(empty0 + 8 * prev);
+		/*
+		 * The warpgroup's copies have landed.  (Its other buffer, the next
+		 * item's, is free: every warp of the group passed this barrier of
+		 * the previous item after its epilogue.)
+		 */
+		asm volatile("cp.async.wait_all;" ::: "memory");
+		asm volatile("bar.sync %0, 128;" :: "r"(1 + wgi) : "memory");
 
 		/*
 		 * Epilogue: d[nf * 4 + h * 2 + e] is row 64 wgi + 16 (warp % 4) +
@@ -1231,22 +1278,7 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 		 * per warp).  Survivors of the drop test are bit (nf * 2 + h) * 2 + e
 		 * of keep.
 		 */
-		const unsigned long long t = item(k);
-		const unsigned long long e0 = b.list[t],
-					e1 = b.list[t + 1];
-		const unsigned int bi = (unsigned int) (e0 >> 32);
-		const unsigned int bj[2] = {(unsigned int) e0, (unsigned int) e1};
-		const unsigned int row0 = bi * BT + wgi * 64 + (warp % 4) * 16 + gr;
 		uint32_t	keep[4] = {0, 0, 0, 0};
-		float		q_r[2],
-					rc_r[2];
-
-#pragma unroll
-		for (int h = 0; h < 2; h++)
-		{
-			q_r[h] = g.q[row0 + 8 * h];
-			rc_r[h] = g.rc[row0 + 8 * h];
-		}
 
 		/*
 		 * Tile B_half's 128 columns; with CHECK, the pairs off the end of the
@@ -1261,8 +1293,8 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 				for (int e = 0; e < 2; e++)
 				{
 					const unsigned int j = col0 + nf * 8 + e;
-					const float q_c = g.q[j],
-								rc_c = g.rc[j];
+					const float q_c = cq[0][half * BT + 2 * tg + nf * 8 + e],
+								rc_c = cq[1][half * BT + 2 * tg + nf * 8 + e];
 
 #pragma unroll
 					for (int h = 0; h < 2; h++)
