@@ -54,12 +54,17 @@
 
 #define BRUTE_CAPACITY (8u << 20)	/* result buffer, pairs */
 #define BRUTE_MIN_CAPACITY (2 * BT * BT)	/* one item's pairs (two tiles), at least */
-#define BRUTE_BATCH_PAIRS 4e9	/* candidate pairs per batch at most */
+/*
+ * Candidate pairs x padded dimensions per batch at most: about 20 ms of
+ * tensor-core work, so that a cancel is seen soon (and 4e9 pairs at d =
+ * 1024, 3e10 at d = 128: fewer batches where each is cheap).
+ */
+#define BRUTE_BATCH_WORK 4e12
 #define BAND_PAIRS (1ull << 24)	/* tile pairs pruned at a time: a 128 MB list */
 
 struct BruteDev
 {
-	const __half *h;			/* npad x dpad */
+	const __half *h;			/* npad rows of hpitch halves, dpad used */
 	const float *q;				/* npad: the filter's q, rc */
 	const float *rc;
 	const void *x;				/* n x d, the caller's coordinates */
@@ -68,6 +73,7 @@ struct BruteDev
 	unsigned int ntiles;
 	int			d;
 	int			dpad;
+	int			hpitch;
 	double		thr;
 	/*
 	 * exact => false (FaSTED's semantics): q is |h|^2 / 2, a pair is kept
@@ -147,7 +153,7 @@ maxabs_kernel(const T *x, unsigned int n, int d, const double *c, unsigned long 
 /* One warp per point: h, q and rc (fp16_filter.h); padding rows are zero. */
 template <typename T>
 __global__ void
-convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int dpad, bool approx,
+convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int pitch, bool approx,
 			   const double *c, const unsigned int *order, TcF16Plan plan, __half *h,
 			   float *q, float *rc)
 {
@@ -159,7 +165,7 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int dpad, b
 
 	if (i >= npad)
 		return;
-	for (int k = lane; k < dpad; k += WARP)
+	for (int k = lane; k < pitch; k += WARP)
 	{
 		double		hk = 0.0;
 
@@ -175,7 +181,7 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int dpad, b
 			r2 = __dadd_rn(r2, __dmul_rn(ek, ek));
 			y2 = __dadd_rn(y2, __dmul_rn(sy, sy));
 		}
-		h[(size_t) i * dpad + k] = __double2half(hk);	/* exact: hk is an FP16 value */
+		h[(size_t) i * pitch + k] = __double2half(hk);	/* exact: hk is an FP16 value */
 	}
 	for (int off = WARP / 2; off > 0; off /= 2)
 	{
@@ -644,8 +650,8 @@ recheck_kernel(BruteDev g, BruteBatch b)
 		if (live)
 		{
 			p = b.cand[c];
-			ra = APPROX ? (size_t) p.x * g.dpad : (size_t) g.order[p.x] * g.d;
-			rb = APPROX ? (size_t) p.y * g.dpad : (size_t) g.order[p.y] * g.d;
+			ra = APPROX ? (size_t) p.x * g.hpitch : (size_t) g.order[p.x] * g.d;
+			rb = APPROX ? (size_t) p.y * g.hpitch : (size_t) g.order[p.y] * g.d;
 		}
 		for (int k0 = 0; k0 < len && __any_sync(FULL_MASK, live); k0 += RC_CHUNK)
 		{
@@ -786,9 +792,9 @@ brute_kernel(BruteDev g, BruteBatch b)
 				bool		in = kk < g.dpad;
 
 				cp_async16(sa + row * SROW + c8 * 8,
-						   in ? g.h + ((size_t) bi * BT + row) * g.dpad + kk : g.h, in);
+						   in ? g.h + ((size_t) bi * BT + row) * g.hpitch + kk : g.h, in);
 				cp_async16(sb + row * SROW + c8 * 8,
-						   in ? g.h + ((size_t) bj * BT + row) * g.dpad + kk : g.h, in);
+						   in ? g.h + ((size_t) bj * BT + row) * g.hpitch + kk : g.h, in);
 			}
 			cp_async_commit();
 		};
@@ -1448,12 +1454,17 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 	*cen = d_cen;
 	*rad = d_rad;
 
-	if ((st = dev_alloc(g, (void **) &d_h, sizeof(__half) * (size_t) npad * plan.dpad, err)) != TC_OK ||
+	/*
+	 * Rows a multiple of 1 KB apart put a tile's 128 rows on few L2 sets
+	 * and memory channels: such rows get 128 bytes more (zeros).
+	 */
+	bd.hpitch = plan.dpad % 512 == 0 ? plan.dpad + 64 : plan.dpad;
+	if ((st = dev_alloc(g, (void **) &d_h, sizeof(__half) * (size_t) npad * bd.hpitch, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_q, sizeof(float) * npad, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_rc, sizeof(float) * npad, err)) != TC_OK)
 		return st;
 	convert_kernel<T><<<(unsigned int) (((size_t) npad * WARP + 255) / 256), 256, 0, s>>>(
-		(const T *) bd.x, n, npad, d, plan.dpad, bd.approx, d_c, d_order, plan, d_h, d_q, d_rc);
+		(const T *) bd.x, n, npad, d, bd.hpitch, bd.approx, d_c, d_order, plan, d_h, d_q, d_rc);
 	CHECK(cudaGetLastError());
 	CHECK(cudaStreamSynchronize(s));
 	dev_free(g, d_c);
@@ -1467,7 +1478,7 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 }
 
 /*
- * The TMA descriptor of the FP16 matrix (npad rows of dpad halves): boxes
+ * The TMA descriptor of the FP16 matrix (npad rows of dpad halves, hpitch apart): boxes
  * of 128 rows x 64 dimensions, 128-byte swizzled, zeros past dpad.  The
  * driver's encoder is looked up at run time (the runtime is linked
  * statically, the driver is not linked at all); false where it is missing.
@@ -1478,12 +1489,12 @@ typedef CUresult (*EncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, 
 								CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
 static bool
-make_tmap(CUtensorMap *tm, const __half *h, unsigned int npad, int dpad)
+make_tmap(CUtensorMap *tm, const __half *h, unsigned int npad, int dpad, int pitch)
 {
 	void	   *fn = NULL;
 	cudaDriverEntryPointQueryResult q;
 	cuuint64_t	dims[2] = {(cuuint64_t) dpad, (cuuint64_t) npad};
-	cuuint64_t	strides[1] = {(cuuint64_t) dpad * sizeof(__half)};
+	cuuint64_t	strides[1] = {(cuuint64_t) pitch * sizeof(__half)};
 	cuuint32_t	box[2] = {WG_BK, BT};
 	cuuint32_t	elem[2] = {1, 1};
 
@@ -1640,7 +1651,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			CHECK(cudaGetLastError());
 			CHECK(cudaMemcpyAsync(&have, d_cnt, sizeof(have), cudaMemcpyDeviceToHost, g->stream[0]));
 			CHECK(cudaStreamSynchronize(g->stream[0]));
-			wgmma = have == 1 && make_tmap(&tmap, bd.h, npad, bd.dpad);
+			wgmma = have == 1 && make_tmap(&tmap, bd.h, npad, bd.dpad, bd.hpitch);
 		}
 		if (wgmma)
 			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_wgmma_kernel,
@@ -1686,7 +1697,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			double		per_tile = (double) BT * BT;
 			unsigned long long want = (unsigned long long) std::max(1.0,
 																	std::min(0.8 * capacity / (per_tile * r),
-																			 BRUTE_BATCH_PAIRS / per_tile));
+																			 BRUTE_BATCH_WORK / bd.dpad / per_tile));
 			if (wgmma)
 				want = (want + 1) & ~1ull;	/* whole items; ntp is even */
 			unsigned long long hi = std::min(ntp, lo + want);
