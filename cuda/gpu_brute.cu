@@ -14,10 +14,10 @@
  *
  * The join: 128 x 128 tiles of point pairs, only those on or above the
  * diagonal (each unordered pair once) that pruning kept, listed in 16 x 16
- * squares of tiles for L2 reuse.  On Hopper (sm_90a) a block of two
- * warpgroups runs wgmma over 64-dimension slices staged by cp.async in the
- * 128-byte swizzled layout (brute_wgmma_kernel); elsewhere four warps run
- * mma.sync m16n8k16 with ldmatrix fragments (brute_kernel).  The epilogue
+ * squares of tiles for L2 reuse.  On Hopper (sm_90a) a producer warp loads
+ * 64-dimension slices by TMA and two consumer warpgroups run wgmma on one
+ * tile against two (brute_wgmma_kernel); elsewhere four warps run mma.sync
+ * m16n8k16 with ldmatrix fragments on cp.async-staged tiles (brute_kernel).  The epilogue
  * drops every pair that tc_f16_drop proves to lie beyond eps and lists the
  * rest as candidates; recheck_kernel decides them with the contract's exact
  * float8 sum on the input coordinates, which also gives dist.  Pairs are
