@@ -419,35 +419,54 @@ tri_start(unsigned long long r, unsigned long long m)
 	return r * m - r * (r - 1) / 2;		/* first entry of row r, m x m triangle */
 }
 
-__global__ void
-prune_kernel(const float *cen, const float *rad, int d, unsigned int nt, double eps_hi,
-			 unsigned long long u0, unsigned long long u1, bool pad, unsigned long long *list,
-			 unsigned long long *nlist)
+/* Tile pair t of the band from square u0: false where it is off the triangle or past the tiles. */
+__device__ __forceinline__ bool
+tile_pair_at(unsigned long long t, unsigned long long u0, unsigned long long u1, unsigned int nt,
+			 unsigned long long *bi, unsigned long long *bj)
 {
 	const unsigned long long nsq = (nt + PRUNE_SQ - 1) / PRUNE_SQ;
-	unsigned long long t = (unsigned long long) blockIdx.x * blockDim.x + threadIdx.x;
 	unsigned long long u = u0 + t / (PRUNE_SQ * PRUNE_SQ);
 	unsigned int l = (unsigned int) (t % (PRUNE_SQ * PRUNE_SQ));
+	double		b = 2.0 * (double) nsq + 1.0;
+	long long	r;
+
+	*bi = *bj = 0;
+	if (u >= u1)
+		return false;
+	r = (long long) ((b - sqrt(b * b - 8.0 * (double) u)) / 2.0);
+	if (r < 0)
+		r = 0;
+	while (r > 0 && tri_start(r, nsq) > u)
+		r--;
+	while (r + 1 < (long long) nsq && tri_start(r + 1, nsq) <= u)
+		r++;
+	*bi = (unsigned long long) r * PRUNE_SQ + l / PRUNE_SQ;
+	*bj = (r + (u - tri_start(r, nsq))) * PRUNE_SQ + l % PRUNE_SQ;
+	return *bi < nt && *bj < nt && *bj >= *bi;
+}
+
+/*
+ * The test, a warp's 32 tile pairs at a time (two rows of a square, 16
+ * lanes each): mask[w] gets the warp's ballot of pairs kept, count[w] the
+ * entries they take in the list.  With pad, a row that kept an odd number
+ * takes one more, an entry (bi, TILE_NONE) after them, so that every
+ * aligned pair of entries shares its first tile (the Hopper kernel's
+ * items).  emit_kernel then writes them at offsets scanned from count, so
+ * the list keeps the square order exactly: an atomic append would mix
+ * the rows of the thousands of squares tested at once, and the join's
+ * blocks would no longer share their tiles in L2.
+ */
+__global__ void
+prune_kernel(const float *cen, const float *rad, int d, unsigned int nt, double eps_hi,
+			 unsigned long long u0, unsigned long long u1, bool pad, unsigned int *mask,
+			 unsigned int *count)
+{
+	unsigned long long t = (unsigned long long) blockIdx.x * blockDim.x + threadIdx.x;
 	int			lane = threadIdx.x % WARP;
-	bool		keep = u < u1;
-	unsigned long long bi = 0,
-				bj = 0;
+	unsigned long long bi,
+				bj;
+	bool		keep = tile_pair_at(t, u0, u1, nt, &bi, &bj);
 
-	if (keep)
-	{
-		double		b = 2.0 * (double) nsq + 1.0;
-		long long	r = (long long) ((b - sqrt(b * b - 8.0 * (double) u)) / 2.0);
-
-		if (r < 0)
-			r = 0;
-		while (r > 0 && tri_start(r, nsq) > u)
-			r--;
-		while (r + 1 < (long long) nsq && tri_start(r + 1, nsq) <= u)
-			r++;
-		bi = (unsigned long long) r * PRUNE_SQ + l / PRUNE_SQ;
-		bj = (r + (u - tri_start(r, nsq))) * PRUNE_SQ + l % PRUNE_SQ;
-		keep = bi < nt && bj < nt && bj >= bi;
-	}
 	if (keep && bj != bi)
 	{
 		/* in float8: a float4 sum of squares overflows from centres 1.8e19 apart */
@@ -468,35 +487,52 @@ prune_kernel(const float *cen, const float *rad, int d, unsigned int nt, double 
 		keep = !(isfinite(lower) && lower > reach * (1.0 + 0x1p-20));
 	}
 
-	/*
-	 * A warp is two rows of a square (16 lanes each).  With pad, a row that
-	 * kept an odd number gets an entry (bi, TILE_NONE) after them, so that
-	 * every aligned pair of entries shares its first tile (the Hopper
-	 * kernel's items); nlist[1] counts the pads.
-	 */
 	unsigned int m = __ballot_sync(FULL_MASK, keep);
+	unsigned int n_lo = __popc(m & 0xFFFFu),
+				n_hi = __popc(m >> 16);
+
+	if (lane == 0)
+	{
+		mask[t / WARP] = m;
+		count[t / WARP] = n_lo + n_hi + (pad ? (n_lo & 1) + (n_hi & 1) : 0);
+	}
+}
+
+/* The kept tile pairs of prune_kernel's warps, at the offsets scanned from their counts. */
+__global__ void
+emit_kernel(unsigned int nt, unsigned long long u0, unsigned long long u1, bool pad,
+			const unsigned int *mask, const unsigned int *offset, unsigned long long *list,
+			unsigned long long *nlist)
+{
+	unsigned long long t = (unsigned long long) blockIdx.x * blockDim.x + threadIdx.x;
+	int			lane = threadIdx.x % WARP;
+	unsigned int m = mask[t / WARP];
+	unsigned long long bi,
+				bj;
+
+	if (m == 0)
+		return;
+	tile_pair_at(t, u0, u1, nt, &bi, &bj);
+
 	unsigned int n_lo = __popc(m & 0xFFFFu),
 				n_hi = __popc(m >> 16);
 	unsigned int pad_lo = pad ? n_lo & 1 : 0,
 				pad_hi = pad ? n_hi & 1 : 0;
-	unsigned int total = n_lo + pad_lo + n_hi + pad_hi;
-	unsigned long long base = 0;
+	unsigned long long base = offset[t / WARP];
 
-	if (total == 0)
-		return;
-	if (lane == 0)
-	{
-		base = atomicAdd(nlist, (unsigned long long) total);
-		if (pad_lo + pad_hi > 0)
-			atomicAdd(nlist + 1, (unsigned long long) (pad_lo + pad_hi));
-	}
-	base = __shfl_sync(FULL_MASK, base, 0);
-	if (keep)
+	if (m & (1u << lane))
 		list[base + __popc(m & ((1u << lane) - 1)) + (lane >= 16 ? pad_lo : 0)] = (bi << 32) | bj;
+	/* a row's lanes share bi, and a row that kept a pair has it right in every lane */
 	if (lane == 0 && pad_lo)
 		list[base + n_lo] = (bi << 32) | TILE_NONE;
 	if (lane == 16 && pad_hi)
 		list[base + n_lo + pad_lo + n_hi] = (bi << 32) | TILE_NONE;
+	if (lane == 0)
+	{
+		atomicAdd(nlist, (unsigned long long) (n_lo + pad_lo + n_hi + pad_hi));
+		if (pad_lo + pad_hi > 0)
+			atomicAdd(nlist + 1, (unsigned long long) (pad_lo + pad_hi));
+	}
 }
 
 /* ---------- the join ---------- */
@@ -1096,6 +1132,7 @@ wgmma_probe_kernel(int *out)
 #endif
 }
 
+template <bool APPROX>
 __global__ void
 __launch_bounds__(WG_THREADS, 1)
 brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatch b)
@@ -1314,8 +1351,12 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 							valid = i < g.n && j < g.n && (bi != bj[half] || j > i);
 							cand += valid;
 						}
-						if (valid && keep_pair(g, d[(half * 16 + nf) * 4 + h * 2 + e], q_r[h], q_c,
-											   rc_r[h], rc_c))
+						/* the decision by the mode known at compile time: no branch per pair */
+						const float acc = d[(half * 16 + nf) * 4 + h * 2 + e];
+						const bool	kp = APPROX ? q_r[h] + q_c - acc <= g.thr_half :
+							!tc_f16_drop(acc, q_r[h], q_c, rc_r[h], rc_c);
+
+						if (valid && kp)
 							keep[bit >> 5] |= 1u << (bit & 31);
 					}
 				}
@@ -1593,7 +1634,9 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	const unsigned long long nsq_all = nsq * (nsq + 1) / 2;
 	const unsigned long long band_sq = std::min(nsq_all,
 												std::max(1ull, BAND_PAIRS / (PRUNE_SQ * PRUNE_SQ)));
+	/* the list, and prune_kernel's three words per warp (and the scan's scratch, about as much) */
 	const size_t list_bytes = sizeof(*d_list) * band_sq * PRUNE_SQ * PRUNE_SQ;
+	const size_t prune_bytes = 4 * sizeof(unsigned int) * band_sq * PRUNE_SQ * PRUNE_SQ / WARP;
 
 	capacity = BRUTE_CAPACITY;
 	if (params->gpu_result_pairs > 0)
@@ -1601,7 +1644,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	if (g->limit > 0)
 	{
 		/* two streams' pair and candidate buffers, and the tile-pair list */
-		size_t		room = g->limit > g->used + list_bytes ? g->limit - g->used - list_bytes : 0;
+		size_t		room = g->limit > g->used + list_bytes + prune_bytes ?
+			g->limit - g->used - list_bytes - prune_bytes : 0;
 
 		while (capacity > BRUTE_MIN_CAPACITY &&
 			   (size_t) capacity * 2 * (sizeof(PairDev) + sizeof(uint2)) > room)
@@ -1623,7 +1667,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 
 	/* Dynamic shared memory past the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
-	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
+	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
+	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
 	CHECK(cudaFuncSetAttribute(recheck_kernel<double, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 							   RC_SMEM(double)));
 
@@ -1640,7 +1685,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		cudaFuncAttributes fa;
 		const char *force = getenv("TCJOIN_BRUTE_KERNEL");
 
-		CHECK(cudaFuncGetAttributes(&fa, brute_wgmma_kernel));
+		CHECK(cudaFuncGetAttributes(&fa, brute_wgmma_kernel<false>));
 		wgmma = major == 9 && fa.binaryVersion == 90 && !(force && strcmp(force, "mma") == 0);
 		if (wgmma)
 		{
@@ -1654,7 +1699,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			wgmma = have == 1 && make_tmap(&tmap, bd.h, npad, bd.dpad, bd.hpitch);
 		}
 		if (wgmma)
-			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_wgmma_kernel,
+			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_wgmma_kernel<false>,
 																WG_THREADS, WG_SMEM));
 		else
 			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_kernel,
@@ -1668,8 +1713,22 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 
 	double		t1 = tc_now();
 	double		rate = 1.0;
+	/* per warp of prune_kernel: its ballot, its count of entries, their offset */
+	const int	band_warps = (int) (band_sq * PRUNE_SQ * PRUNE_SQ / WARP);
+	unsigned int *d_mask,
+			   *d_count,
+			   *d_offset;
+	void	   *d_scan = NULL;
+	size_t		scan_bytes = 0;
+
+	CHECK(cub::DeviceScan::ExclusiveSum(NULL, scan_bytes, (unsigned int *) NULL, (unsigned int *) NULL,
+										band_warps, g->stream[0]));
 	if ((st = dev_alloc(g, (void **) &d_list, list_bytes, err)) != TC_OK ||
-		(st = dev_alloc(g, (void **) &d_nlist, sizeof(*d_nlist) * 2, err)) != TC_OK)
+		(st = dev_alloc(g, (void **) &d_nlist, sizeof(*d_nlist) * 2, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_mask, sizeof(unsigned int) * band_warps, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_count, sizeof(unsigned int) * band_warps, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_offset, sizeof(unsigned int) * band_warps, err)) != TC_OK ||
+		(st = dev_alloc(g, &d_scan, std::max(scan_bytes, (size_t) 16), err)) != TC_OK)
 		return st;
 	stats->gpu_tile_pairs = (unsigned long long) bd.ntiles * (bd.ntiles + 1) / 2;
 	for (unsigned long long u0 = 0; u0 < nsq_all;)
@@ -1679,9 +1738,16 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		unsigned long long nl[2] = {0, 0};	/* entries, pads */
 
 		/* Hopper's kernel takes entries in pairs: pad its list (prune_kernel) */
+		const unsigned int pblocks = (unsigned int) ((u1 - u0) * PRUNE_SQ * PRUNE_SQ / 256);
+		const int	nw = (int) ((u1 - u0) * PRUNE_SQ * PRUNE_SQ / WARP);
+
 		CHECK(cudaMemsetAsync(d_nlist, 0, sizeof(*d_nlist) * 2, g->stream[0]));
-		prune_kernel<<<(unsigned int) ((u1 - u0) * PRUNE_SQ * PRUNE_SQ / 256), 256, 0, g->stream[0]>>>(
-			d_cen, d_rad, bd.d, bd.ntiles, 2.0 * plan.e_half / plan.sigma, u0, u1, wgmma, d_list, d_nlist);
+		prune_kernel<<<pblocks, 256, 0, g->stream[0]>>>(
+			d_cen, d_rad, bd.d, bd.ntiles, 2.0 * plan.e_half / plan.sigma, u0, u1, wgmma, d_mask, d_count);
+		CHECK(cudaGetLastError());
+		CHECK(cub::DeviceScan::ExclusiveSum(d_scan, scan_bytes, d_count, d_offset, nw, g->stream[0]));
+		emit_kernel<<<pblocks, 256, 0, g->stream[0]>>>(bd.ntiles, u0, u1, wgmma, d_mask, d_offset,
+													   d_list, d_nlist);
 		CHECK(cudaGetLastError());
 		CHECK(cudaMemcpyAsync(nl, d_nlist, sizeof(nl), cudaMemcpyDeviceToHost, g->stream[0]));
 		if ((st = wait_stream(g, g->stream[0], sink, err)) != TC_OK)
@@ -1729,7 +1795,12 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			CHECK(cudaMemsetAsync(d_cnt + 2 + cur, 0, sizeof(*d_cnt), s));
 			CHECK(cudaEventRecord(g->kev[cur][0], s));
 			if (wgmma)
-				brute_wgmma_kernel<<<blocks, WG_THREADS, WG_SMEM, s>>>(tmap, bd, bb);
+			{
+				if (bd.approx)
+					brute_wgmma_kernel<true><<<blocks, WG_THREADS, WG_SMEM, s>>>(tmap, bd, bb);
+				else
+					brute_wgmma_kernel<false><<<blocks, WG_THREADS, WG_SMEM, s>>>(tmap, bd, bb);
+			}
 			else
 				brute_kernel<<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
 			CHECK(cudaGetLastError());
