@@ -468,6 +468,11 @@ def run_sql(sql, data, w, table, epss, gpu, reps, slow_reps, timeout, tag):
 
 def run_suite(args):
     workloads = matrix(args.quick, args.gpu)
+    if args.part:
+        # Every N-th workload, so that a long matrix runs as N shorter commands
+        # (each workload's paths, peers and floors stay in one of them).
+        i, nparts = args.part
+        workloads = [w for wi, w in enumerate(workloads) if wi % nparts == i - 1]
     reps = args.reps
     timeout = 60 if args.quick else 600      # one tcbench call; one SQL run of a peer
     tmp = tempfile.mkdtemp(prefix='tcbench-')
@@ -621,6 +626,42 @@ def write_csv(rows, path):
             w.writerow({c: ('' if r.get(c) is None else r.get(c)) for c in CSV_COLS})
 
 
+def read_csv(path):
+    """Rows of a results.csv as run_suite made them: numbers as numbers."""
+    rows = []
+    with open(path, newline='') as f:
+        for raw in csv.DictReader(f):
+            r = {}
+            for c, v in raw.items():
+                if v == '':
+                    r[c] = '' if c == 'k' else None
+                    continue
+                for conv in (int, float):
+                    try:
+                        r[c] = conv(v)
+                        break
+                    except ValueError:
+                        pass
+                else:
+                    r[c] = v
+            rows.append(r)
+    return rows
+
+
+def merge(dirs):
+    """The parts' rows in one list, in the order they ran, rates derived again."""
+    rows, heads = [], []
+    for d in dirs:
+        rows += read_csv(os.path.join(d, 'results.csv'))
+        try:
+            with open(os.path.join(d, 'table.txt')) as f:
+                heads.append(f.readline().strip() + '; ' + f.readline().strip())
+        except OSError:
+            heads.append(d)
+    derive(rows)
+    return rows, heads
+
+
 def machine():
     cpu = platform.processor() or 'unknown CPU'
     rc, out, _ = sh(['lscpu'])
@@ -644,12 +685,25 @@ def main():
     ap.add_argument('--gpu', action='store_true', help='add the GPU paths and floors')
     ap.add_argument('--out', default=os.path.join(BENCH, 'out'), help='where results go')
     ap.add_argument('--reps', type=int, default=3, help='repeats per measurement (median)')
+    ap.add_argument('--part', metavar='I/N', default=None,
+                    help='only workloads I, I+N, I+2N, ... of the matrix (1 <= I <= N)')
+    ap.add_argument('--merge', metavar='DIR', nargs='+', default=None,
+                    help="run nothing: one table, CSV and plots from parts' --out folders")
     args = ap.parse_args()
+    if args.part:
+        i, nparts = (int(x) for x in args.part.split('/'))
+        if not 1 <= i <= nparts:
+            ap.error('--part I/N needs 1 <= I <= N')
+        args.part = (i, nparts)
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
-    header = f'tcjoin benchmark: test/bench/run {" ".join(sys.argv[1:])}\n{machine()}'
-    log(header)
-    rows = run_suite(args)
+    if args.merge:
+        rows, heads = merge(args.merge)
+        header = 'tcjoin benchmark, merged from:\n' + '\n'.join(f'  {h}' for h in heads)
+    else:
+        header = f'tcjoin benchmark: test/bench/run {" ".join(sys.argv[1:])}\n{machine()}'
+        log(header)
+        rows = run_suite(args)
     text = f'{header}\n{table(rows)}\n\n(finished in {time.time() - t0:.0f} s)'
     print(text)
     with open(os.path.join(args.out, 'table.txt'), 'w') as f:
