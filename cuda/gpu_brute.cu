@@ -85,13 +85,25 @@ struct BruteDev
 	double		inv_sigma;
 };
 
-/* The epilogue's decision for one pair: keep it (for the recheck, or as is). */
+/*
+ * The epilogue's decision for one pair: keep it (for the recheck, or as
+ * is).  keep_pair_as takes the mode at compile time (the Hopper kernel,
+ * one instance per mode: no branch per pair); keep_pair reads it.
+ */
+template <bool APPROX>
+__device__ __forceinline__ bool
+keep_pair_as(const BruteDev &g, float acc, float q_a, float q_b, float rc_a, float rc_b)
+{
+	if (APPROX)
+		return q_a + q_b - acc <= g.thr_half;
+	return !tc_f16_drop(acc, q_a, q_b, rc_a, rc_b);
+}
+
 __device__ __forceinline__ bool
 keep_pair(const BruteDev &g, float acc, float q_a, float q_b, float rc_a, float rc_b)
 {
-	if (g.approx)
-		return q_a + q_b - acc <= g.thr_half;
-	return !tc_f16_drop(acc, q_a, q_b, rc_a, rc_b);
+	return g.approx ? keep_pair_as<true>(g, acc, q_a, q_b, rc_a, rc_b) :
+		keep_pair_as<false>(g, acc, q_a, q_b, rc_a, rc_b);
 }
 
 struct BruteBatch
@@ -1056,38 +1068,12 @@ mbar_expect(unsigned int bar, unsigned int bytes)
 /*
  * Until the phase of parity ph has completed.  A wait of seconds means a
  * lost arrival, a bug: trap, so that the join fails instead of hanging.
+ * With WHOLE_WARP the warp leaves the loop together: the compiler then
+ * sees no divergence around the wgmma that follow (mbar_wait_all).
  */
+template <bool WHOLE_WARP>
 __device__ __forceinline__ void
-mbar_wait(unsigned int bar, unsigned int ph)
-{
-	unsigned int done;
-	unsigned long long t0 = 0;
-
-	for (unsigned int spin = 0;; spin++)
-	{
-		asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-					 "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(ph) : "memory");
-		if (done)
-			return;
-		if ((spin & 1023) == 1023)
-		{
-			unsigned long long now;
-
-			asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-			if (t0 == 0)
-				t0 = now;
-			else if (now - t0 > 10000000000ull)
-				__trap();
-		}
-	}
-}
-
-/*
- * mbar_wait for a whole warp, which leaves the loop together: the compiler
- * then sees no divergence around the wgmma that follow.
- */
-__device__ __forceinline__ void
-mbar_wait_all(unsigned int bar, unsigned int ph)
+mbar_wait_as(unsigned int bar, unsigned int ph)
 {
 	unsigned long long t0 = 0;
 
@@ -1097,7 +1083,7 @@ mbar_wait_all(unsigned int bar, unsigned int ph)
 
 		asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
 					 "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(ph) : "memory");
-		if (__all_sync(FULL_MASK, done))
+		if (WHOLE_WARP ? __all_sync(FULL_MASK, done) : done)
 			return;
 		if ((spin & 1023) == 1023)
 		{
@@ -1110,6 +1096,10 @@ mbar_wait_all(unsigned int bar, unsigned int ph)
 		}
 	}
 }
+
+/* One thread's wait (the producer's), and a whole warp's (the consumers'). */
+#define mbar_wait(bar, ph) mbar_wait_as<false>(bar, ph)
+#define mbar_wait_all(bar, ph) mbar_wait_as<true>(bar, ph)
 
 /* Rows [row, row + 128) x dimensions [k, k + 64) of the FP16 matrix into shared memory. */
 __device__ __forceinline__ void
@@ -1351,10 +1341,9 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 							valid = i < g.n && j < g.n && (bi != bj[half] || j > i);
 							cand += valid;
 						}
-						/* the decision by the mode known at compile time: no branch per pair */
-						const float acc = d[(half * 16 + nf) * 4 + h * 2 + e];
-						const bool	kp = APPROX ? q_r[h] + q_c - acc <= g.thr_half :
-							!tc_f16_drop(acc, q_r[h], q_c, rc_r[h], rc_c);
+						/* decided before valid is consulted: no branch per pair */
+						const bool	kp = keep_pair_as<APPROX>(g, d[(half * 16 + nf) * 4 + h * 2 + e],
+															  q_r[h], q_c, rc_r[h], rc_c);
 
 						if (valid && kp)
 							keep[bit >> 5] |= 1u << (bit & 31);

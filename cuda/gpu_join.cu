@@ -285,7 +285,7 @@ upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
 	size_t		nchunks = (bytes + chunk - 1) / chunk;
 	TcStatus	st;
 
-	if (g->ring == NULL && (st = get_ring(g, err)) != TC_OK)
+	if ((st = get_ring(g, err)) != TC_OK)
 		return st;
 	for (size_t k = 0; k < nchunks; k++)
 	{

@@ -221,11 +221,11 @@ run_gpu(TcJoin *join, TcError *err)
 	 * tcjoin.tensor_cores = off, which keeps FP64 CUDA cores: the grid
 	 * kernel over one cell).  auto takes it too from TC_GPU_BRUTE_DIMS
 	 * dimensions, and the grid below: on 400,000 uniform points with 64
-	 * neighbours each (an H200), the grid took 0.096 s at d = 8 against
-	 * brute force's 0.078 s, and 0.93 s at d = 12 against 0.080 s (there
+	 * neighbours each (an H200), the grid took 0.094 s at d = 8 against
+	 * brute force's 0.052 s, and 0.92 s at d = 12 against 0.053 s (there
 	 * it finds no useful cells; docs/performance.md).  At d = 8 the grid
-	 * stays: brute force grows with n^2 and the grid with n, so at 400,000
-	 * points they are near even and beyond it the grid wins.
+	 * stays: brute force grows with n^2 and the grid with n, so at some
+	 * larger n the grid wins again, and that crossover is not measured.
 	 */
 	bool		fp16_brute = join->params.method == TC_METHOD_BRUTE;
 
