@@ -78,26 +78,26 @@ if [ -n "$BENCH" ]; then
     rm -f test/bench/tcbench && make -C test/bench USE_CUDA=1 >/dev/null
     B=test/bench/tcbench
     if [ -n "$GRIDBENCH" ]; then
-    echo "== engine benchmarks (GPU grid against the CPU)"
-    make -C test/bench copy_floor >/dev/null && echo "copy floor (d2h chunked, d2h large, h2d GB/s, gpu): $(test/bench/copy_floor)"
-    for eps in 0.0002 0.0005; do
-        for tc in off on; do
-            $B --gen expo --n 2000000 --d 2 --eps $eps --device gpu --tensor-cores $tc --sink count --reps 5
+        echo "== engine benchmarks (GPU grid against the CPU)"
+        make -C test/bench copy_floor >/dev/null && echo "copy floor (d2h chunked, d2h large, h2d GB/s, gpu): $(test/bench/copy_floor)"
+        for eps in 0.0002 0.0005; do
+            for tc in off on; do
+                $B --gen expo --n 2000000 --d 2 --eps $eps --device gpu --tensor-cores $tc --sink count --reps 5
+            done
+            $B --gen expo --n 2000000 --d 2 --eps $eps --device gpu --sink sum --reps 3
         done
-        $B --gen expo --n 2000000 --d 2 --eps $eps --device gpu --sink sum --reps 3
-    done
-    for d in 2 3 4 8 16; do
-        n=2000000; [ $d -gt 8 ] && n=1000000
-        for tc in off on; do
-            $B --gen expo --n $n --d $d --neighbours 64 --device gpu --tensor-cores $tc --sink count --reps 3
+        for d in 2 3 4 8 16; do
+            n=2000000; [ $d -gt 8 ] && n=1000000
+            for tc in off on; do
+                $B --gen expo --n $n --d $d --neighbours 64 --device gpu --tensor-cores $tc --sink count --reps 3
+            done
         done
-    done
-    for d in 3 4; do
-        for tc in off on; do
-            $B --gen uniform --n 2000000 --d $d --neighbours 64 --device gpu --tensor-cores $tc --sink count --reps 3
+        for d in 3 4; do
+            for tc in off on; do
+                $B --gen uniform --n 2000000 --d $d --neighbours 64 --device gpu --tensor-cores $tc --sink count --reps 3
+            done
         done
-    done
-    $B --gen expo --n 2000000 --d 2 --eps 0.0002 --device cpu --sink count --reps 3
+        $B --gen expo --n 2000000 --d 2 --eps 0.0002 --device cpu --sink count --reps 3
     fi
 
     echo "== FP16 brute force against cuBLAS (FLOPs counted as 2 n^2 d)"
