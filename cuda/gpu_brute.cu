@@ -1645,6 +1645,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		return TC_ERR_INVALID;
 	}
 	n = (unsigned int) a->n;
+	stats->gpu_blocks = 1;
 	if (n < 2)
 	{
 		stats->index_seconds = tc_now() - t0;
@@ -1681,7 +1682,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		unsigned long long sq = std::min(nsq * (nsq + 1) / 2,
 										 std::max(1ull, BAND_PAIRS / (PRUNE_SQ * PRUNE_SQ)));
 
-		return (sizeof(unsigned long long) + 4 * sizeof(unsigned int) / WARP) * sq * PRUNE_SQ * PRUNE_SQ;
+		/* the list's entries, and per warp of prune_kernel three words and the scan's scratch */
+		return (sizeof(unsigned long long) * WARP + 4 * sizeof(unsigned int)) * sq * PRUNE_SQ * PRUNE_SQ / WARP;
 	};
 	auto		cap_need = [&] (unsigned int c) -> size_t {
 		return (size_t) c * 2 * (sizeof(PairDev) + sizeof(uint2));
@@ -1694,15 +1696,14 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	if (params->gpu_result_pairs > 0)
 		capacity = (unsigned int) std::min((size_t) capacity, params->gpu_result_pairs);
 	capacity = std::max(capacity, (unsigned int) BRUTE_MIN_CAPACITY);
-	if (g->limit > 0)
-		avail = g->limit > g->used ? g->limit - g->used : 0;
-	else
 	{
 		size_t		free_b = 0,
 					total_b = 0;
 
 		CHECK(cudaMemGetInfo(&free_b, &total_b));
 		avail = free_b / 10 * 9;
+		if (g->limit > 0)
+			avail = std::min(avail, g->limit > g->used ? g->limit - g->used : 0);
 	}
 	if ((size_t) npad * per_pt + list_need(npad / BT) + cap_need(BRUTE_MIN_CAPACITY) > avail)
 	{
@@ -1877,6 +1878,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		const unsigned long long nsq = (nt + PRUNE_SQ - 1) / PRUNE_SQ;
 		const unsigned long long nsq_all = nsq * (nsq + 1) / 2;
 
+		/* the encoder worked on the probe's map; a set's own failing would be a bug */
 		if (wgmma && !make_tmap(&tmap, bd.h, bd.ntiles * BT, bd.dpad, bd.hpitch))
 		{
 			err->status = TC_ERR_INTERNAL;

@@ -448,15 +448,18 @@ streamed_cases(void)
 		const char *kind;
 		int64_t		n;
 		int			d;
-		size_t		limit_mb;
+		size_t		limit_kb;
 		bool		f8;
 		bool		approx;
+		bool		mma;		/* the mma.sync kernel (TCJOIN_BRUTE_KERNEL=mma) */
 	}			cases[] = {
-		{"dups", 30001, 128, 16, false, false},
-		{"uniform", 20000, 16, 3, false, false},
-		{"expo", 12000, 100, 12, true, false},
-		{"uniform", 20000, 784, 64, false, false},
-		{"uniform", 20000, 128, 16, false, true},
+		{"dups", 30001, 128, 16 << 10, false, false, false},
+		{"uniform", 20000, 16, 3 << 10, false, false, false},
+		{"expo", 12000, 100, 12 << 10, true, false, false},
+		{"uniform", 20000, 784, 64 << 10, false, false, false},
+		{"uniform", 20000, 128, 16 << 10, false, true, false},
+		{"dups", 30001, 128, 16 << 10, false, false, true},
+		{"uniform", 2000, 16, 1750, false, false, false},	/* blocks of one tile */
 	};
 
 	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++)
@@ -488,7 +491,9 @@ streamed_cases(void)
 		}
 		gpu.device = TC_DEVICE_GPU;
 		gpu.tensor_cores = TC_TENSOR_ON;
-		gpu.gpu_memory_limit = cases[ci].limit_mb << 20;
+		gpu.gpu_memory_limit = cases[ci].limit_kb << 10;
+		if (cases[ci].mma)
+			setenv("TCJOIN_BRUTE_KERNEL", "mma", 1);
 		if (cases[ci].approx)
 		{
 			/* exact => false streamed against exact => false whole: the same pairs */
@@ -502,9 +507,10 @@ streamed_cases(void)
 		else
 			run(&p, cpu, &c1, &s1, &e);
 		rc = run(&p, gpu, &c2, &s2, &e);
+		unsetenv("TCJOIN_BRUTE_KERNEL");
 		if (rc != TC_OK)
-			report(0, "streamed %s n=%lld d=%d, limit %zu MB: %s", cases[ci].kind, (long long) n, d,
-				   cases[ci].limit_mb, e.message);
+			report(0, "streamed %s n=%lld d=%d, limit %zu KB: %s", cases[ci].kind, (long long) n, d,
+				   cases[ci].limit_kb, e.message);
 		else
 			/*
 			 * exact => false: the FP16-32 decision may differ on a pair whose
@@ -512,10 +518,10 @@ streamed_cases(void)
 			 */
 			report((cases[ci].approx ? fabs((double) c1.n - (double) c2.n) <= 1e-3 * (double) c1.n :
 					same_pairs(&c1, &c2)) && s2.gpu_blocks > 1,
-				   "streamed %-8s %s n=%-6lld d=%-4d limit %3zu MB%s: %d blocks, pairs %s %zu gpu %zu, "
+				   "streamed %-8s %s n=%-6lld d=%-4d limit %6zu KB%s: %s, %d blocks, pairs %s %zu gpu %zu, "
 				   "%.3f s, rechecked %llu",
-				   cases[ci].kind, cases[ci].f8 ? "f8" : "f4", (long long) n, d, cases[ci].limit_mb,
-				   cases[ci].approx ? " approx" : "", s2.gpu_blocks,
+				   cases[ci].kind, cases[ci].f8 ? "f8" : "f4", (long long) n, d, cases[ci].limit_kb,
+				   cases[ci].approx ? " approx" : "", s2.gpu_kernel ? s2.gpu_kernel : "-", s2.gpu_blocks,
 				   cases[ci].approx ? "whole" : "cpu", c1.n, c2.n, s2.join_seconds,
 				   (unsigned long long) s2.rechecked);
 		/* and the same join with no limit runs whole */
