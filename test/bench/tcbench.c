@@ -503,8 +503,9 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 			   st->candidates ? 100.0 * (double) st->rechecked / (double) st->candidates : 0.0,
 			   (unsigned long long) st->gpu_tile_pairs_kept, (unsigned long long) st->gpu_tile_pairs);
 		if (st->gpu_kernel)
-			printf("  brute force on the GPU: %s kernel; index phase: upload %.3f s, ordering %.3f s\n",
-				   st->gpu_kernel, st->gpu_upload_seconds, st->gpu_order_seconds);
+			printf("  brute force on the GPU: %s kernel; upload %.3f s, ordering %.3f s; %d block%s\n",
+				   st->gpu_kernel, st->gpu_upload_seconds, st->gpu_order_seconds, st->gpu_blocks,
+				   st->gpu_blocks == 1 ? " (whole)" : "s, streamed");
 	}
 }
 
