@@ -1921,7 +1921,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 																		std::min(0.8 * capacity / (per_tile * r),
 																				 BRUTE_BATCH_WORK / bd.dpad / per_tile));
 				if (wgmma)
-					want = (want + 1) & ~1ull;	/* whole items; ntp is even */
+					want = std::max(2ull, want & ~1ull);	/* whole items, rounded down (up could pass the buffer) */
 				unsigned long long hi = std::min(ntp, lo + want);
 
 				*bound = (double) (hi - lo) * per_tile;
