@@ -74,6 +74,13 @@ struct BruteDev
 	int			d;
 	int			dpad;
 	int			hpitch;
+	/*
+	 * A streamed join's two blocks: a position's caller row is order[p] +
+	 * shift_lo below split_row, + shift_hi from it.
+	 */
+	unsigned int split_row;
+	long long	shift_lo;
+	long long	shift_hi;
 	double		thr;
 	/*
 	 * exact => false (FaSTED's semantics): q is |h|^2 / 2, a pair is kept
@@ -126,10 +133,13 @@ struct BruteBatch
 
 /* ---------- preparation ---------- */
 
-/* Column sums into c (atomics: any centre is correct, the mean is small). */
+/*
+ * Column sums over total into c (atomics: any centre is correct, the mean
+ * is small); x may be one block of the points, total all of them.
+ */
 template <typename T>
 __global__ void
-centre_kernel(const T *x, unsigned int n, int d, double *c)
+centre_kernel(const T *x, unsigned int n, int d, double total, double *c)
 {
 	int			k = blockIdx.x * blockDim.x + threadIdx.x;
 
@@ -141,7 +151,7 @@ centre_kernel(const T *x, unsigned int n, int d, double *c)
 
 		for (size_t i = i0; i < n && i < i0 + 1024; i++)
 			s += (double) x[i * d + k];
-		atomicAdd(&c[k], s / (double) n);
+		atomicAdd(&c[k], s / total);
 	}
 }
 
@@ -470,14 +480,17 @@ tile_pair_at(unsigned long long t, unsigned long long u0, unsigned long long u1,
  */
 __global__ void
 prune_kernel(const float *cen, const float *rad, int d, unsigned int nt, double eps_hi,
-			 unsigned long long u0, unsigned long long u1, bool pad, unsigned int *mask,
-			 unsigned int *count)
+			 unsigned long long u0, unsigned long long u1, unsigned int split, bool pad,
+			 unsigned int *mask, unsigned int *count)
 {
 	unsigned long long t = (unsigned long long) blockIdx.x * blockDim.x + threadIdx.x;
 	int			lane = threadIdx.x % WARP;
 	unsigned long long bi,
 				bj;
 	bool		keep = tile_pair_at(t, u0, u1, nt, &bi, &bj);
+
+	if (split > 0 && !(bi < split && bj >= split))
+		keep = false;			/* a streamed join's two blocks: only pairs across them */
 
 	if (keep && bj != bi)
 	{
@@ -771,7 +784,11 @@ recheck_kernel(BruteDev g, BruteBatch b)
 			s = (double) fmaxf(d2, 0.0f) * g.inv_sigma * g.inv_sigma;
 		}
 		stage_hit(b, st, nst, lane, live && c < nc, p.x, p.y, s,
-				  [&] (unsigned int q) { return (long long) g.order[q]; });
+				  [&] (unsigned int q) {
+					  unsigned int r = g.order[q];
+
+					  return (long long) r + (r < g.split_row ? g.shift_lo : g.shift_hi);
+				  });
 	}
 	flush_stage(st, nst, b, lane);
 }
@@ -1373,20 +1390,22 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 
 /* ---------- host ---------- */
 
-template <typename T>
+/*
+ * The centre and the power-of-two scale (fp16_filter.h) of all the points:
+ * pass 1 adds the column means, pass 2 takes the largest centred
+ * coordinate, each over blocks of rows (fetch(b, &rows) puts block b on the
+ * device at bd.x; one block when the points fit).  Both are global, so
+ * every point's q and rc hold against every other, block or no block.
+ */
+template <typename T, typename Fetch>
 static TcStatus
-prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &plan,
-		unsigned int npad, float **cen, float **rad, TcJoinStats *stats, TcError *err)
+make_plan(TcGpuJoin *g, unsigned int n, int d, int nblocks, Fetch fetch, double thr, BruteDev &bd,
+		  TcF16Plan &plan, double **centre, TcError *err)
 {
-	unsigned int n = (unsigned int) a->n;
-	int			d = a->d;
 	double	   *d_c;
 	unsigned long long *d_max,
 				maxbits = 0;
 	double		maxabs;
-	__half	   *d_h;
-	float	   *d_q,
-			   *d_rc;
 	TcStatus	st;
 	cudaStream_t s = g->stream[0];
 
@@ -1395,19 +1414,56 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 		return st;
 	CHECK(cudaMemsetAsync(d_c, 0, sizeof(double) * d, s));
 	CHECK(cudaMemsetAsync(d_max, 0, sizeof(*d_max), s));
-	centre_kernel<T><<<dim3((d + 127) / 128, std::min(4096u, (n + 1023) / 1024)), 128, 0, s>>>(
-		(const T *) bd.x, n, d, d_c);
-	CHECK(cudaGetLastError());
-	maxabs_kernel<T><<<1024, 256, 0, s>>>((const T *) bd.x, n, d, d_c, d_max);
-	CHECK(cudaGetLastError());
+	for (int pass = 0; pass < 2; pass++)
+		for (int b = 0; b < nblocks; b++)
+		{
+			unsigned int rows = 0;
+
+			if (nblocks > 1 && (st = fetch(b, &rows)) != TC_OK)
+				return st;
+			if (nblocks == 1)
+				rows = n;
+			if (pass == 0)
+				centre_kernel<T><<<dim3((d + 127) / 128, std::min(4096u, (rows + 1023) / 1024)), 128, 0, s>>>(
+					(const T *) bd.x, rows, d, (double) n, d_c);
+			else
+				maxabs_kernel<T><<<1024, 256, 0, s>>>((const T *) bd.x, rows, d, d_c, d_max);
+			CHECK(cudaGetLastError());
+			if (nblocks > 1)
+				CHECK(cudaStreamSynchronize(s));	/* before the next block overwrites it */
+		}
 	CHECK(cudaMemcpyAsync(&maxbits, d_max, sizeof(maxbits), cudaMemcpyDeviceToHost, s));
 	CHECK(cudaStreamSynchronize(s));
+	dev_free(g, d_max);
 	memcpy(&maxabs, &maxbits, sizeof(maxabs));
 	tc_f16_plan(&plan, d, thr, maxabs);
 	if (bd.approx && maxabs > 0.0 && !(maxabs * plan.sigma > 0x1p14))
 		bd.approx = false;		/* too small to scale into FP16's range: exact instead */
 	bd.thr_half = (float) (plan.sigma * plan.sigma * thr * 0.5);
 	bd.inv_sigma = 1.0 / plan.sigma;
+	bd.hpitch = plan.dpad % 512 == 0 ? plan.dpad + 64 : plan.dpad;
+	bd.dpad = plan.dpad;
+	*centre = d_c;
+	return TC_OK;
+}
+
+/*
+ * The n points at bd.x (npad with the padding), given the plan and the
+ * centre: their order, tile bounds, FP16 rows, q and rc.  The order is
+ * recursive bisection from segments of seg0 tiles (0: all the points), so
+ * that segments given (two blocks of a streamed join) never share a tile.
+ */
+template <typename T>
+static TcStatus
+prepare(TcGpuJoin *g, unsigned int n, int d, const TcF16Plan &plan, const double *d_c,
+		unsigned int seg0, BruteDev &bd, unsigned int npad, float **cen, float **rad,
+		TcJoinStats *stats, TcError *err)
+{
+	__half	   *d_h;
+	float	   *d_q,
+			   *d_rc;
+	TcStatus	st;
+	cudaStream_t s = g->stream[0];
 
 	/* The order: recursive bisection down to single tiles. */
 	unsigned int ntiles = npad / BT;
@@ -1423,6 +1479,8 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 
 	while (seg_tiles < ntiles)
 		seg_tiles *= 2;
+	if (seg0 > 0)
+		seg_tiles = seg0;
 	if ((st = dev_alloc(g, (void **) &d_order, sizeof(unsigned int) * n, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_order2, sizeof(unsigned int) * n, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_key, sizeof(unsigned int) * n, err)) != TC_OK ||
@@ -1462,7 +1520,7 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 		std::swap(d_order, d_order2);
 	}
 	CHECK(cudaStreamSynchronize(s));
-	stats->gpu_order_seconds = tc_now() - t_order;
+	stats->gpu_order_seconds += tc_now() - t_order;
 	if (d_tmp)
 		dev_free(g, d_tmp);
 	dev_free(g, d_order2);
@@ -1486,9 +1544,8 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 
 	/*
 	 * Rows a multiple of 1 KB apart put a tile's 128 rows on few L2 sets
-	 * and memory channels: such rows get 128 bytes more (zeros).
+	 * and memory channels: such rows get 128 bytes more (zeros; make_plan).
 	 */
-	bd.hpitch = plan.dpad % 512 == 0 ? plan.dpad + 64 : plan.dpad;
 	if ((st = dev_alloc(g, (void **) &d_h, sizeof(__half) * (size_t) npad * bd.hpitch, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_q, sizeof(float) * npad, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_rc, sizeof(float) * npad, err)) != TC_OK)
@@ -1497,13 +1554,12 @@ prepare(TcGpuJoin *g, const TcPoints *a, double thr, BruteDev &bd, TcF16Plan &pl
 		(const T *) bd.x, n, npad, d, bd.hpitch, bd.approx, d_c, d_order, plan, d_h, d_q, d_rc);
 	CHECK(cudaGetLastError());
 	CHECK(cudaStreamSynchronize(s));
-	dev_free(g, d_c);
-	dev_free(g, d_max);
 
 	bd.h = d_h;
 	bd.q = d_q;
 	bd.rc = d_rc;
-	bd.dpad = plan.dpad;
+	bd.n = n;
+	bd.ntiles = npad / BT;
 	return TC_OK;
 }
 
@@ -1550,8 +1606,10 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	double		t0 = tc_now();
 	unsigned int n,
 				npad;
-	size_t		rowbytes = (size_t) a->d * (size_t) a->type;
+	const int	d = a->d;
+	const size_t rowbytes = (size_t) d * (size_t) a->type;
 	void	   *d_x;
+	double	   *d_c = NULL;
 	BruteDev	bd;
 	TcF16Plan	plan;
 	float	   *d_cen = NULL,
@@ -1576,6 +1634,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		return TC_ERR_INVALID;
 	}
 	n = (unsigned int) a->n;
+	stats->gpu_blocks = 1;
 	if (n < 2)
 	{
 		stats->index_seconds = tc_now() - t0;
@@ -1591,25 +1650,110 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		return TC_ERR_INVALID;
 	}
 	npad = (n + BT - 1) / BT * BT;
-
-	/* The caller's coordinates stay on the device for the exact check. */
 	memset(&bd, 0, sizeof(bd));
-	if ((st = dev_alloc(g, &d_x, rowbytes * n, err)) != TC_OK)
-		return st;
-	if ((st = upload(g, d_x, a->data, rowbytes * n, g->stream[0], sink, err)) != TC_OK)
-		return st;
-	stats->gpu_upload_seconds = tc_now() - t0;
-	bd.x = d_x;
-	bd.n = n;
-	bd.d = a->d;
+	bd.d = d;
 	bd.thr = thr;
 	bd.approx = !params->exact;
-	bd.ntiles = npad / BT;
-	st = a->type == TC_FLOAT4 ? prepare<float>(g, a, thr, bd, plan, npad, &d_cen, &d_rad, stats, err) :
-		prepare<double>(g, a, thr, bd, plan, npad, &d_cen, &d_rad, stats, err);
+	bd.split_row = UINT_MAX;	/* one set: positions map to the caller's rows as they are */
+
+	/*
+	 * Device memory: per point its coordinates, FP16 row (at most d + 80
+	 * halves), order, q, rc and the ordering's scratch; per tile pair of a
+	 * band the list; the result buffers.  Where the whole set does not fit
+	 * (tcjoin.gpu_memory_limit, or the device's free memory), the points go
+	 * in blocks of B (a power of two of tiles): block pairs I <= J are
+	 * joined in turn, both on the device, block J after I's rows, each
+	 * ordered within itself, and only tile pairs across the two are joined
+	 * when I < J.  The centre and the scale are the whole set's (make_plan).
+	 */
+	auto		list_need = [&] (unsigned long long ntiles) -> size_t {
+		unsigned long long nsq = (ntiles + PRUNE_SQ - 1) / PRUNE_SQ;
+		unsigned long long sq = std::min(nsq * (nsq + 1) / 2,
+										 std::max(1ull, BAND_PAIRS / (PRUNE_SQ * PRUNE_SQ)));
+
+		/* the list's entries, and per warp of prune_kernel three words and the scan's scratch */
+		return (sizeof(unsigned long long) * WARP + 4 * sizeof(unsigned int)) * sq * PRUNE_SQ * PRUNE_SQ / WARP;
+	};
+	auto		cap_need = [&] (unsigned int c) -> size_t {
+		return (size_t) c * 2 * (sizeof(PairDev) + sizeof(uint2));
+	};
+	const size_t per_pt = rowbytes + 2 * ((size_t) d + 80) + 64 + ((size_t) d * 4 + BT - 1) / BT;
+	size_t		avail;
+	unsigned int B = 0;
+
+	capacity = BRUTE_CAPACITY;
+	if (params->gpu_result_pairs > 0)
+		capacity = (unsigned int) std::min((size_t) capacity, params->gpu_result_pairs);
+	capacity = std::max(capacity, (unsigned int) BRUTE_MIN_CAPACITY);
+	{
+		size_t		free_b = 0,
+					total_b = 0;
+
+		CHECK(cudaMemGetInfo(&free_b, &total_b));
+		avail = free_b / 10 * 9;
+		if (g->limit > 0)
+			avail = std::min(avail, g->limit > g->used ? g->limit - g->used : 0);
+	}
+	if ((size_t) npad * per_pt + list_need(npad / BT) + cap_need(BRUTE_MIN_CAPACITY) > avail)
+	{
+		unsigned int c = capacity;
+
+		while (c > BRUTE_MIN_CAPACITY && cap_need(c) > avail / 4)
+			c /= 2;
+		for (unsigned int b = BT; (unsigned long long) b * 2 < npad; b *= 2)
+			if ((size_t) 2 * b * per_pt + list_need(2ull * b / BT) + cap_need(c) <= avail)
+				B = b;
+		if (B > 0)
+			capacity = c;
+		/* else too small even for two tiles: the allocations below say so */
+	}
+
+	const int	nblocks = B > 0 ? (int) ((n + B - 1) / B) : 1;
+	const unsigned int ws_rows = B > 0 ? 2 * B : n;
+
+	stats->gpu_blocks = nblocks;
+	if ((st = dev_alloc(g, &d_x, rowbytes * ws_rows, err)) != TC_OK)
+		return st;
+	bd.x = d_x;
+
+	/* Block b's rows to the device at row dst of the workspace; whole, when there are no blocks. */
+	auto		fetch_to = [&] (int b, unsigned int dst, unsigned int *rows) -> TcStatus {
+		double		tu = tc_now();
+		size_t		first = B > 0 ? (size_t) b * B : 0;
+		unsigned int r = B > 0 ? (unsigned int) std::min((size_t) B, (size_t) n - first) : n;
+		TcStatus	s2 = upload(g, (char *) d_x + rowbytes * dst, (const char *) a->data + rowbytes * first,
+								rowbytes * r, g->stream[0], sink, err);
+
+		stats->gpu_upload_seconds += tc_now() - tu;
+		*rows = r;
+		return s2;
+	};
+	auto		fetch = [&] (int b, unsigned int *rows) { return fetch_to(b, 0, rows); };
+
+	if (B == 0)
+	{
+		unsigned int rows;
+
+		/* The caller's coordinates stay on the device for the exact check. */
+		if ((st = fetch_to(0, 0, &rows)) != TC_OK)
+			return st;
+	}
+	st = a->type == TC_FLOAT4 ? make_plan<float>(g, n, d, nblocks, fetch, thr, bd, plan, &d_c, err) :
+		make_plan<double>(g, n, d, nblocks, fetch, thr, bd, plan, &d_c, err);
 	if (st != TC_OK)
 		return st;
 	stats->filter = bd.approx ? "fp16 tensor cores, approximate" : "fp16 tensor cores";
+
+	auto		prepare_set = [&] (unsigned int rows, unsigned int seg0) -> TcStatus {
+		unsigned int np = (rows + BT - 1) / BT * BT;
+
+		return a->type == TC_FLOAT4 ?
+			prepare<float>(g, rows, d, plan, d_c, seg0, bd, np, &d_cen, &d_rad, stats, err) :
+			prepare<double>(g, rows, d, plan, d_c, seg0, bd, np, &d_cen, &d_rad, stats, err);
+	};
+
+	if (B == 0 && (st = prepare_set(n, 0)) != TC_OK)
+		return st;
 
 	/* Result buffers, counters, the ring. */
 	PairDev    *d_pairs[2];
@@ -1618,29 +1762,21 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	uint2	   *d_cand[2];
 	unsigned long long *d_cnt;	/* candidates, rechecked, queue x 2 */
 
-	/* Squares of tiles, numbered row by row over their upper triangle. */
-	const unsigned long long nsq = (bd.ntiles + PRUNE_SQ - 1) / PRUNE_SQ;
-	const unsigned long long nsq_all = nsq * (nsq + 1) / 2;
-	const unsigned long long band_sq = std::min(nsq_all,
+	/* Squares of tiles, numbered row by row over their upper triangle: for the largest set. */
+	const unsigned long long nt_max = B > 0 ? 2ull * B / BT : npad / BT;
+	const unsigned long long nsq_max = (nt_max + PRUNE_SQ - 1) / PRUNE_SQ;
+	const unsigned long long band_sq = std::min(nsq_max * (nsq_max + 1) / 2,
 												std::max(1ull, BAND_PAIRS / (PRUNE_SQ * PRUNE_SQ)));
-	/* the list, and prune_kernel's three words per warp (and the scan's scratch, about as much) */
 	const size_t list_bytes = sizeof(*d_list) * band_sq * PRUNE_SQ * PRUNE_SQ;
-	const size_t prune_bytes = 4 * sizeof(unsigned int) * band_sq * PRUNE_SQ * PRUNE_SQ / WARP;
 
-	capacity = BRUTE_CAPACITY;
-	if (params->gpu_result_pairs > 0)
-		capacity = (unsigned int) std::min((size_t) capacity, params->gpu_result_pairs);
-	if (g->limit > 0)
+	if (B == 0 && g->limit > 0)
 	{
 		/* two streams' pair and candidate buffers, and the tile-pair list */
-		size_t		room = g->limit > g->used + list_bytes + prune_bytes ?
-			g->limit - g->used - list_bytes - prune_bytes : 0;
+		size_t		room = g->limit > g->used + list_need(nt_max) ? g->limit - g->used - list_need(nt_max) : 0;
 
-		while (capacity > BRUTE_MIN_CAPACITY &&
-			   (size_t) capacity * 2 * (sizeof(PairDev) + sizeof(uint2)) > room)
+		while (capacity > BRUTE_MIN_CAPACITY && cap_need(capacity) > room)
 			capacity /= 2;
 	}
-	capacity = std::max(capacity, (unsigned int) BRUTE_MIN_CAPACITY);
 	for (int i = 0; i < 2; i++)
 	{
 		if ((st = dev_alloc(g, (void **) &d_pairs[i], sizeof(PairDev) * capacity, err)) != TC_OK ||
@@ -1663,7 +1799,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 
 	/*
 	 * Hopper's kernel where this build carries sm_90a code for the device
-	 * (TCJOIN_BRUTE_KERNEL=mma forces the mma.sync kernel, for comparison).
+	 * and the driver encodes tensor maps (TCJOIN_BRUTE_KERNEL=mma forces
+	 * the mma.sync kernel, for comparison).
 	 */
 	bool		wgmma = false;
 	int			per_sm = 0;
@@ -1685,7 +1822,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			CHECK(cudaGetLastError());
 			CHECK(cudaMemcpyAsync(&have, d_cnt, sizeof(have), cudaMemcpyDeviceToHost, g->stream[0]));
 			CHECK(cudaStreamSynchronize(g->stream[0]));
-			wgmma = have == 1 && make_tmap(&tmap, bd.h, npad, bd.dpad, bd.hpitch);
+			/* the encoder, tried on a map of the counters (each set's own is made below) */
+			wgmma = have == 1 && make_tmap(&tmap, (const __half *) d_cnt, BT, 16, 16);
 		}
 		if (wgmma)
 			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_wgmma_kernel<false>,
@@ -1719,97 +1857,153 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		(st = dev_alloc(g, (void **) &d_offset, sizeof(unsigned int) * band_warps, err)) != TC_OK ||
 		(st = dev_alloc(g, &d_scan, std::max(scan_bytes, (size_t) 16), err)) != TC_OK)
 		return st;
-	stats->gpu_tile_pairs = (unsigned long long) bd.ntiles * (bd.ntiles + 1) / 2;
-	for (unsigned long long u0 = 0; u0 < nsq_all;)
-	{
-		/* A band of at most band_sq squares: a list of at most BAND_PAIRS tile pairs. */
-		unsigned long long u1 = std::min(nsq_all, u0 + band_sq);
-		unsigned long long nl[2] = {0, 0};	/* entries, pads */
 
-		/* Hopper's kernel takes entries in pairs: pad its list (prune_kernel) */
-		const unsigned int pblocks = (unsigned int) ((u1 - u0) * PRUNE_SQ * PRUNE_SQ / 256);
-		const int	nw = (int) ((u1 - u0) * PRUNE_SQ * PRUNE_SQ / WARP);
+	/*
+	 * The join of the set prepared in bd: every tile pair of its triangle,
+	 * or with split > 0 those across tile split (bi < split <= bj).
+	 */
+	auto		join_set = [&] (unsigned int split) -> TcStatus {
+		const unsigned long long nt = bd.ntiles;
+		const unsigned long long nsq = (nt + PRUNE_SQ - 1) / PRUNE_SQ;
+		const unsigned long long nsq_all = nsq * (nsq + 1) / 2;
 
-		CHECK(cudaMemsetAsync(d_nlist, 0, sizeof(*d_nlist) * 2, g->stream[0]));
-		prune_kernel<<<pblocks, 256, 0, g->stream[0]>>>(
-			d_cen, d_rad, bd.d, bd.ntiles, 2.0 * plan.e_half / plan.sigma, u0, u1, wgmma, d_mask, d_count);
-		CHECK(cudaGetLastError());
-		CHECK(cub::DeviceScan::ExclusiveSum(d_scan, scan_bytes, d_count, d_offset, nw, g->stream[0]));
-		emit_kernel<<<pblocks, 256, 0, g->stream[0]>>>(bd.ntiles, u0, u1, wgmma, d_mask, d_offset,
-													   d_list, d_nlist);
-		CHECK(cudaGetLastError());
-		CHECK(cudaMemcpyAsync(nl, d_nlist, sizeof(nl), cudaMemcpyDeviceToHost, g->stream[0]));
-		if ((st = wait_stream(g, g->stream[0], sink, err)) != TC_OK)
-			return st;
+		/* the encoder worked on the probe's map; a set's own failing would be a bug */
+		if (wgmma && !make_tmap(&tmap, bd.h, bd.ntiles * BT, bd.dpad, bd.hpitch))
+		{
+			err->status = TC_ERR_INTERNAL;
+			snprintf(err->message, sizeof(err->message), "could not encode a TMA descriptor");
+			return TC_ERR_INTERNAL;
+		}
+		stats->gpu_tile_pairs += split > 0 ? (unsigned long long) split * (nt - split) : nt * (nt + 1) / 2;
+		for (unsigned long long u0 = 0; u0 < nsq_all;)
+		{
+			/* A band of at most band_sq squares: a list of at most BAND_PAIRS tile pairs. */
+			unsigned long long u1 = std::min(nsq_all, u0 + band_sq);
+			unsigned long long nl[2] = {0, 0};	/* entries, pads */
 
-		const unsigned long long ntp = nl[0];
+			/* Hopper's kernel takes entries in pairs: pad its list (prune_kernel) */
+			const unsigned int pblocks = (unsigned int) ((u1 - u0) * PRUNE_SQ * PRUNE_SQ / 256);
+			const int	nw = (int) ((u1 - u0) * PRUNE_SQ * PRUNE_SQ / WARP);
 
-		stats->gpu_tile_pairs_kept += nl[0] - nl[1];
-		u0 = u1;
+			CHECK(cudaMemsetAsync(d_nlist, 0, sizeof(*d_nlist) * 2, g->stream[0]));
+			prune_kernel<<<pblocks, 256, 0, g->stream[0]>>>(d_cen, d_rad, bd.d, bd.ntiles,
+															2.0 * plan.e_half / plan.sigma, u0, u1, split,
+															wgmma, d_mask, d_count);
+			CHECK(cudaGetLastError());
+			CHECK(cub::DeviceScan::ExclusiveSum(d_scan, scan_bytes, d_count, d_offset, nw, g->stream[0]));
+			emit_kernel<<<pblocks, 256, 0, g->stream[0]>>>(bd.ntiles, u0, u1, wgmma, d_mask, d_offset,
+														   d_list, d_nlist);
+			CHECK(cudaGetLastError());
+			CHECK(cudaMemcpyAsync(nl, d_nlist, sizeof(nl), cudaMemcpyDeviceToHost, g->stream[0]));
+			if ((st = wait_stream(g, g->stream[0], sink, err)) != TC_OK)
+				return st;
 
-		/* As many tile pairs as should fit the buffer at the rate seen. */
-		auto		next = [&] (unsigned long long lo, double r, double *bound) {
-			double		per_tile = (double) BT * BT;
-			unsigned long long want = (unsigned long long) std::max(1.0,
-																	std::min(0.8 * capacity / (per_tile * r),
-																			 BRUTE_BATCH_WORK / bd.dpad / per_tile));
-			if (wgmma)
-				want = std::max(2ull, want & ~1ull);	/* whole items, rounded down (up could pass the buffer) */
-			unsigned long long hi = std::min(ntp, lo + want);
+			const unsigned long long ntp = nl[0];
 
-			*bound = (double) (hi - lo) * per_tile;
-			return hi;
-		};
-		auto		launch = [&] (int cur, unsigned long long lo, unsigned long long hi) -> TcStatus {
-			BruteBatch	bb;
-			cudaStream_t s = g->stream[cur];
-			unsigned long long units = wgmma ? (hi - lo) / 2 : hi - lo;
-			unsigned int blocks = (unsigned int) std::min((unsigned long long) sms * per_sm, units);
+			stats->gpu_tile_pairs_kept += nl[0] - nl[1];
+			u0 = u1;
 
-			bb.list = d_list;
-			bb.lo = lo;
-			bb.hi = hi;
-			bb.queue = d_cnt + 2 + cur;
-			bb.pairs = d_pairs[cur];
-			bb.capacity = capacity;
-			bb.count = d_meta[cur];
-			bb.overflow = d_meta[cur] + 1;
-			bb.ncand = d_meta[cur] + 2;
-			bb.cand = d_cand[cur];
-			bb.cand_capacity = capacity;
-			bb.candidates = d_cnt;
-			bb.rechecked = d_cnt + 1;
-			bb.abort = g->d_abort;
-			CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 3, s));
-			CHECK(cudaMemsetAsync(d_cnt + 2 + cur, 0, sizeof(*d_cnt), s));
-			CHECK(cudaEventRecord(g->kev[cur][0], s));
-			if (wgmma)
-			{
-				if (bd.approx)
-					brute_wgmma_kernel<true><<<blocks, WG_THREADS, WG_SMEM, s>>>(tmap, bd, bb);
+			/* As many tile pairs as should fit the buffer at the rate seen. */
+			auto		next = [&] (unsigned long long lo, double r, double *bound) {
+				double		per_tile = (double) BT * BT;
+				unsigned long long want = (unsigned long long) std::max(1.0,
+																		std::min(0.8 * capacity / (per_tile * r),
+																				 BRUTE_BATCH_WORK / bd.dpad / per_tile));
+				if (wgmma)
+					want = std::max(2ull, want & ~1ull);	/* whole items, rounded down (up could pass the buffer) */
+				unsigned long long hi = std::min(ntp, lo + want);
+
+				*bound = (double) (hi - lo) * per_tile;
+				return hi;
+			};
+			auto		launch = [&] (int cur, unsigned long long lo, unsigned long long hi) -> TcStatus {
+				BruteBatch	bb;
+				cudaStream_t s = g->stream[cur];
+				unsigned long long units = wgmma ? (hi - lo) / 2 : hi - lo;
+				unsigned int blocks = (unsigned int) std::min((unsigned long long) sms * per_sm, units);
+
+				bb.list = d_list;
+				bb.lo = lo;
+				bb.hi = hi;
+				bb.queue = d_cnt + 2 + cur;
+				bb.pairs = d_pairs[cur];
+				bb.capacity = capacity;
+				bb.count = d_meta[cur];
+				bb.overflow = d_meta[cur] + 1;
+				bb.ncand = d_meta[cur] + 2;
+				bb.cand = d_cand[cur];
+				bb.cand_capacity = capacity;
+				bb.candidates = d_cnt;
+				bb.rechecked = d_cnt + 1;
+				bb.abort = g->d_abort;
+				CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 3, s));
+				CHECK(cudaMemsetAsync(d_cnt + 2 + cur, 0, sizeof(*d_cnt), s));
+				CHECK(cudaEventRecord(g->kev[cur][0], s));
+				if (wgmma)
+				{
+					if (bd.approx)
+						brute_wgmma_kernel<true><<<blocks, WG_THREADS, WG_SMEM, s>>>(tmap, bd, bb);
+					else
+						brute_wgmma_kernel<false><<<blocks, WG_THREADS, WG_SMEM, s>>>(tmap, bd, bb);
+				}
 				else
-					brute_wgmma_kernel<false><<<blocks, WG_THREADS, WG_SMEM, s>>>(tmap, bd, bb);
-			}
-			else
-				brute_kernel<<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
-			CHECK(cudaGetLastError());
-			if (bd.approx)
-				recheck_kernel<float, true><<<sms * 8, RC_WARPS * WARP, RC_SMEM(float), s>>>(bd, bb);
-			else if (a->type == TC_FLOAT4)
-				recheck_kernel<float, false><<<sms * 8, RC_WARPS * WARP, RC_SMEM(float), s>>>(bd, bb);
-			else
-				recheck_kernel<double, false><<<sms * 8, RC_WARPS * WARP, RC_SMEM(double), s>>>(bd, bb);
-			CHECK(cudaGetLastError());
-			CHECK(cudaEventRecord(g->kev[cur][1], s));
-			CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 3,
-								  cudaMemcpyDeviceToHost, s));
-			return TC_OK;
-		};
+					brute_kernel<<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
+				CHECK(cudaGetLastError());
+				if (bd.approx)
+					recheck_kernel<float, true><<<sms * 8, RC_WARPS * WARP, RC_SMEM(float), s>>>(bd, bb);
+				else if (a->type == TC_FLOAT4)
+					recheck_kernel<float, false><<<sms * 8, RC_WARPS * WARP, RC_SMEM(float), s>>>(bd, bb);
+				else
+					recheck_kernel<double, false><<<sms * 8, RC_WARPS * WARP, RC_SMEM(double), s>>>(bd, bb);
+				CHECK(cudaGetLastError());
+				CHECK(cudaEventRecord(g->kev[cur][1], s));
+				CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 3,
+									  cudaMemcpyDeviceToHost, s));
+				return TC_OK;
+			};
 
-		if ((st = run_batches(g, ntp, d_pairs, h_meta, rate, next, launch, "tile", sink, stats,
-							  err, 2)) != TC_OK)
+			if ((st = run_batches(g, ntp, d_pairs, h_meta, rate, next, launch, "tile", sink, stats,
+								  err, 2)) != TC_OK)
+				return st;
+		}
+		return TC_OK;
+	};
+
+	if (B == 0)
+	{
+		if ((st = join_set(0)) != TC_OK)
 			return st;
 	}
+	else
+		for (int bi = 0; bi < nblocks; bi++)
+			for (int bj = bi; bj < nblocks; bj++)
+			{
+				unsigned int ri = 0,
+							rj = 0;
+
+				/*
+				 * Block bi at row 0 (it stays there while the bj > bi pass
+				 * after it, and is full: B rows), bj at row B.
+				 */
+				if ((st = bj == bi ? fetch_to(bi, 0, &ri) : fetch_to(bj, B, &rj)) != TC_OK)
+					return st;
+				if ((st = prepare_set(bj > bi ? B + rj : ri, bj > bi ? B / BT : 0)) != TC_OK)
+					return st;
+				bd.split_row = B;
+				bd.shift_lo = (long long) bi * B;
+				bd.shift_hi = (long long) bj * B - B;
+				st = join_set(bj > bi ? B / BT : 0);
+				if (st != TC_OK)
+					return st;
+				/* the set's batches are drained: its arrays can go */
+				CHECK(cudaDeviceSynchronize());
+				dev_free(g, (void *) bd.order);
+				dev_free(g, (void *) bd.h);
+				dev_free(g, (void *) bd.q);
+				dev_free(g, (void *) bd.rc);
+				dev_free(g, d_cen);
+				dev_free(g, d_rad);
+			}
 	{
 		unsigned long long cnt[2] = {0, 0};
 

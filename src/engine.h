@@ -158,6 +158,7 @@ typedef struct TcJoinStats
 	const char *filter;
 	double		gpu_upload_seconds; /* coordinates to the device */
 	double		gpu_order_seconds;	/* ordering points into compact tiles */
+	int			gpu_blocks;		/* FP16 brute force: row blocks streamed (1: the points fit) */
 } TcJoinStats;
 
 typedef struct TcJoin TcJoin;

@@ -24,6 +24,8 @@
  *	                    checksum (default); count: it counts the pairs, which
  *	                    are in host memory, without reading them
  *	  --reps R          repeats (default 3); the median is reported
+ *	  --gpu-memory MB   GPU memory a join may take (tcjoin.gpu_memory_limit;
+ *	                    default 0, no limit): FP16 brute force streams past it
  *	  --csv             one CSV line instead of the table row
  *
  * Each run includes index building; pairs are delivered to a sink in host
@@ -66,6 +68,7 @@ typedef struct Options
 	TcElemType	type;
 	TcDevice	device;
 	bool		exact;
+	long		gpu_memory_mb;	/* 0: no limit */
 	const char *tensor_cores;	/* "on", "off", "auto", or "-" when not given */
 	TcTensorCores tc;
 	bool		sink_sum;
@@ -424,6 +427,8 @@ parse_args(int argc, char **argv, Options *o)
 			o->tensor_cores = strcmp(v, "auto") == 0 ? "auto" : on_off(v) ? "on" : "off";
 			o->tc = strcmp(v, "auto") == 0 ? TC_TENSOR_AUTO : on_off(v) ? TC_TENSOR_ON : TC_TENSOR_OFF;
 		}
+		else if (strcmp(a, "--gpu-memory") == 0)
+			o->gpu_memory_mb = atol(v);
 		else if (strcmp(a, "--sink") == 0)
 			o->sink_sum = strcmp(v, "count") != 0;
 		else if (strcmp(a, "--type") == 0)
@@ -503,8 +508,9 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 			   st->candidates ? 100.0 * (double) st->rechecked / (double) st->candidates : 0.0,
 			   (unsigned long long) st->gpu_tile_pairs_kept, (unsigned long long) st->gpu_tile_pairs);
 		if (st->gpu_kernel)
-			printf("  brute force on the GPU: %s kernel; index phase: upload %.3f s, ordering %.3f s\n",
-				   st->gpu_kernel, st->gpu_upload_seconds, st->gpu_order_seconds);
+			printf("  brute force on the GPU: %s kernel; upload %.3f s, ordering %.3f s; %d block%s\n",
+				   st->gpu_kernel, st->gpu_upload_seconds, st->gpu_order_seconds, st->gpu_blocks,
+				   st->gpu_blocks == 1 ? " (whole)" : "s, streamed");
 	}
 }
 
@@ -559,7 +565,8 @@ main(int argc, char **argv)
 	{
 		TcPoints	p = {.data = data, .n = n, .d = o.d, .type = o.type};
 		TcJoinParams params = {.eps = o.eps, .method = o.method, .device = o.device,
-			.tensor_cores = o.tc, .exact = o.exact, .threads = o.threads};
+			.tensor_cores = o.tc, .exact = o.exact, .threads = o.threads,
+		.gpu_memory_limit = (size_t) o.gpu_memory_mb << 20};
 		TcSink		sink = {.emit = o.sink_sum ? sum_pairs : count_pairs, .poll = NULL,
 		.arg = &counter};
 		TcError		err;

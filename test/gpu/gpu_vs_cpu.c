@@ -434,6 +434,112 @@ failure_modes(void)
 	free(x);
 }
 
+/*
+ * FP16 brute force on data larger than the GPU memory it may take
+ * (tcjoin.gpu_memory_limit): streamed in blocks, block pairs in turn, and
+ * the pairs bit-identical to the CPU's.  Sizes chosen so that the limit
+ * leaves room for a few blocks; the last block is partial.
+ */
+static void
+streamed_cases(void)
+{
+	struct
+	{
+		const char *kind;
+		int64_t		n;
+		int			d;
+		size_t		limit_kb;
+		bool		f8;
+		bool		approx;
+		bool		mma;		/* the mma.sync kernel (TCJOIN_BRUTE_KERNEL=mma) */
+	}			cases[] = {
+		{"dups", 30001, 128, 16 << 10, false, false, false},
+		{"uniform", 20000, 16, 3 << 10, false, false, false},
+		{"expo", 12000, 100, 12 << 10, true, false, false},
+		{"uniform", 20000, 784, 64 << 10, false, false, false},
+		{"uniform", 20000, 128, 16 << 10, false, true, false},
+		{"dups", 30001, 128, 16 << 10, false, false, true},
+		{"uniform", 2000, 16, 1750, false, false, false},	/* blocks of one tile */
+	};
+
+	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++)
+	{
+		int64_t		n = cases[ci].n;
+		int			d = cases[ci].d;
+		float	   *x = make_points(cases[ci].kind, n, d);
+		double	   *x8 = NULL;
+		TcPoints	p = {x, n, d, TC_FLOAT4};
+		TcJoinParams cpu = {.eps = eps_for(x, 5000, d, 64), .method = TC_METHOD_BRUTE,
+			.device = TC_DEVICE_CPU, .exact = true, .threads = tc_cpu_count()};
+		TcJoinParams gpu = cpu;
+		Collect		c1 = {0},
+					c2 = {0},
+					c3 = {0};
+		TcJoinStats s1,
+					s2,
+					s3;
+		TcError		e;
+		TcStatus	rc;
+
+		if (cases[ci].f8)
+		{
+			x8 = malloc(sizeof(double) * n * d);
+			for (int64_t i = 0; i < n * d; i++)
+				x8[i] = (double) x[i] + unit() * 1e-9;
+			p.data = x8;
+			p.type = TC_FLOAT8;
+		}
+		gpu.device = TC_DEVICE_GPU;
+		gpu.tensor_cores = TC_TENSOR_ON;
+		gpu.gpu_memory_limit = cases[ci].limit_kb << 10;
+		if (cases[ci].mma)
+			setenv("TCJOIN_BRUTE_KERNEL", "mma", 1);
+		if (cases[ci].approx)
+		{
+			/* exact => false streamed against exact => false whole: the same pairs */
+			TcJoinParams whole;
+
+			gpu.exact = false;
+			whole = gpu;
+			whole.gpu_memory_limit = 0;
+			run(&p, whole, &c1, &s1, &e);
+		}
+		else
+			run(&p, cpu, &c1, &s1, &e);
+		rc = run(&p, gpu, &c2, &s2, &e);
+		unsetenv("TCJOIN_BRUTE_KERNEL");
+		if (rc != TC_OK)
+			report(0, "streamed %s n=%lld d=%d, limit %zu KB: %s", cases[ci].kind, (long long) n, d,
+				   cases[ci].limit_kb, e.message);
+		else
+			/*
+			 * exact => false: the FP16-32 decision may differ on a pair whose
+			 * operands swap roles between the two runs; the counts agree closely
+			 */
+			report((cases[ci].approx ? fabs((double) c1.n - (double) c2.n) <= 1e-3 * (double) c1.n :
+					same_pairs(&c1, &c2)) && s2.gpu_blocks > 1,
+				   "streamed %-8s %s n=%-6lld d=%-4d limit %6zu KB%s: %s, %d blocks, pairs %s %zu gpu %zu, "
+				   "%.3f s, rechecked %llu",
+				   cases[ci].kind, cases[ci].f8 ? "f8" : "f4", (long long) n, d, cases[ci].limit_kb,
+				   cases[ci].approx ? " approx" : "", s2.gpu_kernel ? s2.gpu_kernel : "-", s2.gpu_blocks,
+				   cases[ci].approx ? "whole" : "cpu", c1.n, c2.n, s2.join_seconds,
+				   (unsigned long long) s2.rechecked);
+		/* and the same join with no limit runs whole */
+		if (ci == 0)
+		{
+			gpu.gpu_memory_limit = 0;
+			rc = run(&p, gpu, &c3, &s3, &e);
+			report(rc == TC_OK && s3.gpu_blocks == 1 && same_pairs(&c1, &c3),
+				   "the same join with no memory limit: %d block, %zu pairs", s3.gpu_blocks, c3.n);
+			free(c3.pairs);
+		}
+		free(c1.pairs);
+		free(c2.pairs);
+		free(x8);
+		free(x);
+	}
+}
+
 /* A result buffer far smaller than the result: batches rerun, none lost. */
 static void
 small_buffer(void)
@@ -683,6 +789,7 @@ main(int argc, char **argv)
 	small_buffer();
 	failure_modes();
 	approx_cases();
+	streamed_cases();
 
 	start = tc_now();
 	brute_cases(quick, seconds / 2, start);

@@ -112,6 +112,9 @@ if [ -n "$BENCH" ]; then
     done
     echo "== the issue's end-to-end figure: 1,000,000 x 128, about 64 neighbours"
     $B --gen gauss --n 1000000 --d 128 --neighbours 64 --method brute --device gpu --sink count --reps 3
+    echo "== the same, streamed: at most 1 GB of GPU memory (the whole join takes about 1.1 GB): 4 blocks"
+    $B --gen gauss --n 1000000 --d 128 --neighbours 64 --method brute --device gpu --sink count --reps 3 \
+        --gpu-memory 1024
     echo "== real data (test/bench/unpack-data, from .data-pack)"
     test/bench/unpack-data .data || true
     if [ -e .data/fmnist_70000x784.f32 ]; then

@@ -1,0 +1,38 @@
+--
+-- Streaming: with tcjoin.gpu_memory_limit far below what the join takes,
+-- FP16 brute force on a GPU goes in blocks of rows (here about four), and
+-- its answer is still the contract's, bit for bit.  On a machine without a
+-- GPU the setting has no effect and the same checks hold, so one expected
+-- file serves both.  Fresh random data each run; only data-independent
+-- values are printed.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tcjoin;
+RESET client_min_messages;
+
+CREATE TABLE stream_pts AS
+    SELECT i AS id, ARRAY[random(), random(), random()]::real[] AS vec
+      FROM generate_series(1, 2000) i;
+
+-- The reference: every pair within 0.13 (about 20 neighbours a point), its
+-- distance summed in float8 in index order as the contract says.
+CREATE TABLE stream_ref AS
+    SELECT id_a, id_b, dist, float8send(dist) AS bits
+      FROM (SELECT a.id AS id_a, b.id AS id_b,
+                   (SELECT sqrt(sum((x::float8 - y::float8) * (x::float8 - y::float8)))
+                      FROM unnest(a.vec, b.vec) AS u(x, y)) AS dist
+              FROM stream_pts a JOIN stream_pts b ON a.id < b.id) s
+     WHERE dist <= 0.13;
+
+SET tcjoin.gpu_memory_limit = '2MB';
+CREATE TABLE stream_got AS
+    SELECT id_a, id_b, dist, float8send(dist) AS bits
+      FROM tc_selfjoin('stream_pts', 'vec', 0.13, id_column => 'id', method => 'brute');
+SELECT method = 'brute' AS brute FROM tc_last_stats();
+RESET tcjoin.gpu_memory_limit;
+
+SELECT (SELECT count(*) FROM stream_ref) > 5000 AS enough_pairs,
+       (SELECT count(*) FROM (SELECT * FROM stream_ref EXCEPT ALL SELECT * FROM stream_got) m) AS missing,
+       (SELECT count(*) FROM (SELECT * FROM stream_got EXCEPT ALL SELECT * FROM stream_ref) e) AS extra;
+
+DROP TABLE stream_pts, stream_ref, stream_got;
