@@ -466,7 +466,8 @@ def run_sql(sql, data, w, table, epss, gpu, reps, slow_reps, timeout, tag):
 
 # ---------------------------------------------------------------- the run
 
-def run_suite(args):
+def run_suite(args, progress=None):
+    """The rows of the matrix; progress(rows) after each workload."""
     workloads = matrix(args.quick, args.gpu)
     if args.part:
         # Every N-th workload, so that a long matrix runs as N shorter commands
@@ -496,18 +497,25 @@ def run_suite(args):
             if w.sql and sql.ok and sql_tc_paths(w, args.gpu):
                 rows += run_sql(sql, data, w, f'w{wi}', epss, args.gpu, reps, slow_reps,
                                 timeout, tag)
+            if progress:
+                progress(in_order(list(rows), workloads))
     finally:
         if sql.ok:
             sql.drop()
         shutil.rmtree(tmp, ignore_errors=True)
-    # One block per workload and eps: engine rows first, then SQL, then floors.
+    in_order(rows, workloads)
+    derive(rows)
+    return rows
+
+
+def in_order(rows, workloads):
+    """One block per workload and eps: engine rows first, then SQL, then floors."""
     pos = {(w.name, w.n, w.d): (i, w.ks) for i, w in enumerate(workloads)}
 
     def order(r):
         i, ks = pos[(r['workload'], r['n'], r['d'])]
         return i, ks.index(r['k']) if r['k'] in ks else -1
     rows.sort(key=order)
-    derive(rows)
     return rows
 
 
@@ -655,7 +663,9 @@ def merge(dirs):
         rows += read_csv(os.path.join(d, 'results.csv'))
         try:
             with open(os.path.join(d, 'table.txt')) as f:
-                heads.append(f.readline().strip() + '; ' + f.readline().strip())
+                head = f.readline().strip() + '; ' + f.readline().strip()
+                third = f.readline().strip()
+                heads.append(head + (' ' + third if third.startswith('(stopped early') else ''))
         except OSError:
             heads.append(d)
     derive(rows)
@@ -703,7 +713,14 @@ def main():
     else:
         header = f'tcjoin benchmark: test/bench/run {" ".join(sys.argv[1:])}\n{machine()}'
         log(header)
-        rows = run_suite(args)
+
+        # What ran so far, on disk after each workload: a run stopped by a
+        # time limit still leaves rows for --merge.
+        def progress(done):
+            with open(os.path.join(args.out, 'table.txt'), 'w') as f:
+                f.write(f'{header}\n(stopped early: {len(done)} rows)\n')
+            write_csv(done, os.path.join(args.out, 'results.csv'))
+        rows = run_suite(args, progress)
     text = f'{header}\n{table(rows)}\n\n(finished in {time.time() - t0:.0f} s)'
     print(text)
     with open(os.path.join(args.out, 'table.txt'), 'w') as f:
