@@ -591,7 +591,8 @@ def notes(r):
     if r.get('floor_ratio'):
         out.append(f'{r["floor_ratio"]:.2f}x floor')
     if r.get('cublas_fraction'):
-        out.append(f'{100 * r["cublas_fraction"]:.0f}% of cuBLAS')
+        f = 100 * r['cublas_fraction']
+        out.append(f'{f:.0f}% of cuBLAS' if f >= 10 else f'{f:.2g}% of cuBLAS')
     if r.get('note'):
         out.append(r['note'])
     return ', '.join(out)
