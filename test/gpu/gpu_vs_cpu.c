@@ -474,7 +474,7 @@ streamed_cases(void)
 		float	   *x = make_points(cases[ci].kind, n, d);
 		double	   *x8 = NULL;
 		TcPoints	p = {x, n, d, TC_FLOAT4};
-		TcJoinParams cpu = {.eps = eps_for(x, 5000, d, 64), .method = TC_METHOD_BRUTE,
+		TcJoinParams cpu = {.eps = eps_for(x, n < 5000 ? n : 5000, d, 64), .method = TC_METHOD_BRUTE,
 			.device = TC_DEVICE_CPU, .exact = true, .threads = tc_cpu_count()};
 		TcJoinParams gpu = cpu;
 		Collect		c1 = {0},
