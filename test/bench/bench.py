@@ -27,6 +27,9 @@ DB = os.environ.get('TCJOIN_BENCH_DB', 'tcjoin_bench')
 
 CPU_MAX_N = 2_000_000           # CPU rows stop here; GPU rows go on to 10M
 GPU_BRUTE_MAX_N = 500_000       # brute force on 2-8 dimensions past this is pointless
+# The grid indexes a few dimensions only: at d >= 64 it is a brute force in
+# FP64 with overhead (auto never picks it there), minutes a run at n = 100,000.
+GPU_GRID_MAX_N_HIGH_D = 20_000
 
 
 @dataclass
@@ -175,7 +178,8 @@ def engine_paths(w, gpu):
         paths += [('engine cpu t=all', ['--threads', '0']),
                   ('engine cpu t=1', ['--threads', '1'])]
     if gpu:
-        methods = ['grid'] + (['brute'] if w.d >= 64 or w.n <= GPU_BRUTE_MAX_N else [])
+        methods = (['grid'] if w.d < 64 or w.n <= GPU_GRID_MAX_N_HIGH_D else []) + \
+            (['brute'] if w.d >= 64 or w.n <= GPU_BRUTE_MAX_N else [])
         for m in methods:
             for tc in ('off', 'on'):
                 paths.append((f'engine gpu {m} tc={tc} exact',
@@ -469,7 +473,9 @@ def run_sql(sql, data, w, table, epss, gpu, reps, slow_reps, timeout, tag):
 def run_suite(args, progress=None):
     """The rows of the matrix; progress(rows) after each workload."""
     workloads = matrix(args.quick, args.gpu)
-    if args.part:
+    if args.workloads:
+        workloads = [w for wi, w in enumerate(workloads) if wi + 1 in args.workloads]
+    elif args.part:
         # Every N-th workload, so that a long matrix runs as N shorter commands
         # (each workload's paths, peers and floors stay in one of them).
         i, nparts = args.part
@@ -491,7 +497,10 @@ def run_suite(args, progress=None):
             slow_reps = w.reps or reps
             for k in w.ks:
                 for path, pargs in engine_paths(w, args.gpu):
-                    r = reps if path != 'engine cpu t=1' else slow_reps
+                    r = slow_reps if path == 'engine cpu t=1' else reps
+                    if 'tc=off' in path and w.d >= 64 and w.n > GPU_GRID_MAX_N_HIGH_D:
+                        r = 1       # FP64 on CUDA cores: tens of seconds a run
+
                     rows.append(run_engine(data, w, k, epss[k], path, pargs, r, timeout))
                     log(f'{tag} k={k}: {path}: {show_time(rows[-1])}')
             if w.sql and sql.ok and sql_tc_paths(w, args.gpu):
@@ -698,6 +707,8 @@ def main():
     ap.add_argument('--reps', type=int, default=3, help='repeats per measurement (median)')
     ap.add_argument('--part', metavar='I/N', default=None,
                     help='only workloads I, I+N, I+2N, ... of the matrix (1 <= I <= N)')
+    ap.add_argument('--workloads', metavar='I,J,...', default=None,
+                    help='only these workloads (numbers in the whole matrix, from 1)')
     ap.add_argument('--merge', metavar='DIR', nargs='+', default=None,
                     help="run nothing: one table, CSV and plots from parts' --out folders")
     args = ap.parse_args()
@@ -706,6 +717,8 @@ def main():
         if not 1 <= i <= nparts:
             ap.error('--part I/N needs 1 <= I <= N')
         args.part = (i, nparts)
+    if args.workloads:
+        args.workloads = {int(x) for x in args.workloads.split(',')}
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
     if args.merge:
