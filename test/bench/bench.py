@@ -587,7 +587,7 @@ def show_time(r):
     if r['status'] != 'ok':
         return r['status']
     t = f'{secs(r["time_s"])} s'
-    if r.get('reps', 1) > 1:
+    if (r.get('reps') or 1) > 1:
         t += f' ({secs(r["time_min_s"])}-{secs(r["time_max_s"])})'
     return t
 

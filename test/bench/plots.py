@@ -149,7 +149,9 @@ def time_vs_eps(rows, out, gpu_paths):
         return None
     fig, axes = grid_of(len(keys))
     for ax, (w, n, d) in zip(axes, keys):
-        sel = [r for r in rows if (r['workload'], r['n'], r['d']) == (w, n, d)]
+        # the GPU floors of a workload have no eps: they are drawn elsewhere
+        sel = [r for r in rows if (r['workload'], r['n'], r['d']) == (w, n, d)
+               and r['k'] not in ('', None)]
         lines(ax, sel, lambda r: float(r['eps']), gpu_paths)
         ks = sorted({(float(r['eps']), r['k']) for r in sel})
         ax.set_xticks([e for e, _ in ks])
@@ -162,32 +164,45 @@ def time_vs_eps(rows, out, gpu_paths):
 
 
 def speedup(rows, out):
-    """tc_selfjoin (all CPU threads) against each peer on the same table and eps."""
+    """tc_selfjoin (all CPU threads, and the GPU where it ran) against each
+    peer on the same table and eps."""
     peers = [('cube', 'cube + GiST', 'tab:red'), ('postgis', 'PostGIS ST_DWithin', 'tab:purple'),
              ('plain', 'plain SQL', 'tab:brown')]
     sel = [r for r in rows if r['path'] == 'sql tc_selfjoin t=all'
            and any(r.get(f'speedup_vs_{p}') for p, _, _ in peers)]
     if not sel:
         return None
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(sel) + 2), 4.6))
-    width = 0.8 / len(peers)
-    for i, (p, label, colour) in enumerate(peers):
-        xs = [j + (i - (len(peers) - 1) / 2) * width for j, r in enumerate(sel)
-              if r.get(f'speedup_vs_{p}')]
-        ys = [r[f'speedup_vs_{p}'] for r in sel if r.get(f'speedup_vs_{p}')]
+    on_gpu = {(r['workload'], r['n'], r['d'], r['k']): r for r in rows
+              if r['path'] == 'sql tc_selfjoin gpu exact'}
+    gpu = [on_gpu.get((r['workload'], r['n'], r['d'], r['k'])) for r in sel]
+    series = [(p, label, colour, sel, None) for p, label, colour in peers]
+    if any(gpu):
+        series = [x for p, label, colour in peers
+                  for x in ((p, f'{label}: CPU', colour, sel, None),
+                            (p, f'{label}: GPU', colour, gpu, '//'))]
+    series = [x for x in series if any(r and r.get(f'speedup_vs_{x[0]}') for r in x[3])]
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(sel) * (2 if any(gpu) else 1) + 2), 4.6))
+    width = 0.8 / len(series)
+    top = 1
+    for i, (p, label, colour, rs, hatch) in enumerate(series):
+        xs = [j + (i - (len(series) - 1) / 2) * width for j, r in enumerate(rs)
+              if r and r.get(f'speedup_vs_{p}')]
+        ys = [r[f'speedup_vs_{p}'] for r in rs if r and r.get(f'speedup_vs_{p}')]
         if not ys:
             continue
-        bars = ax.bar(xs, ys, width, label=label, color=colour)
+        top = max(top, max(ys))
+        bars = ax.bar(xs, ys, width, label=label, color=colour, hatch=hatch,
+                      edgecolor='white' if hatch else None)
         ax.bar_label(bars, labels=[f'{y:.0f}x' if y >= 10 else f'{y:.1f}x' for y in ys],
                      fontsize=7, padding=1)
     ax.set_xticks(range(len(sel)))
     ax.set_xticklabels([f'{r["workload"]}\nn={r["n"]:,}\nK={r["k"]}' for r in sel], fontsize=7)
     ax.set_yscale('log')
     ax.axhline(1, color='0.3', linewidth=0.8)
-    ax.set_ylim(top=max(r.get(f'speedup_vs_{p}') or 0 for r in sel for p, _, _ in peers) * 3)
+    ax.set_ylim(top=top * 3)
     ax.set_ylabel('peer time / tc_selfjoin time')
-    ax.set_title('Speedup of tc_selfjoin (all CPU threads) over each peer\n'
-                 'same table, same eps; higher is better', fontsize=10)
+    ax.set_title('Speedup of tc_selfjoin (all CPU threads' + (', and on the GPU' if any(gpu) else '')
+                 + ') over each peer\nsame table, same eps; higher is better', fontsize=10)
     ax.legend(fontsize=8, loc='upper left', ncol=3)
     ax.grid(True, axis='y', which='both', alpha=0.3)
     fig.tight_layout()
