@@ -209,38 +209,84 @@ choose_device(TcJoin *join, bool *use_gpu, TcError *err)
 /* From this many dimensions, auto on the GPU takes FP16 brute force. */
 #define TC_GPU_BRUTE_DIMS 12
 
+/*
+ * auto's cost model on the GPU below TC_GPU_BRUTE_DIMS, in seconds,
+ * fitted to an H200 (tensor cores on; docs/performance.md, "auto's choice
+ * on the GPU"): the grid costs a start, a share per point and one per
+ * candidate growing as d^2 (its FP64 tiles at d = 8, 10, 12: 7, 11 and
+ * 20 ps); FP16 brute force below 16 dimensions costs a start and 0.45 ps
+ * per pair of the triangle, whatever the data (tile pruning is a bonus
+ * left out).  The grid's candidates are the planner's estimate from a
+ * sample.  The constants fix only which side wins, so a GPU that is
+ * uniformly faster or slower makes the same choice.
+ */
+#define TC_GPU_GRID_START 0.01
+#define TC_GPU_GRID_POINT 5e-8
+#define TC_GPU_GRID_CAND_D8 7e-12
+#define TC_GPU_BRUTE_START 0.005
+#define TC_GPU_BRUTE_PAIR 4.5e-13
+
+static double
+gpu_grid_cost(const TcJoin *join, const TcGridPlan *plan)
+{
+	double		r = (double) join->a.d / 8.0;
+
+	return TC_GPU_GRID_START + TC_GPU_GRID_POINT * (double) join->a.n +
+		TC_GPU_GRID_CAND_D8 * fmax(r * r, 1.0) * plan->est_candidates;
+}
+
+static double
+gpu_brute_cost(const TcJoin *join)
+{
+	double		n = (double) join->a.n;
+
+	return TC_GPU_BRUTE_START + TC_GPU_BRUTE_PAIR * n * (n - 1) / 2;
+}
+
 /* The whole join on the GPU: its own index, batches and output loop. */
 static TcStatus
 run_gpu(TcJoin *join, TcError *err)
 {
 	TcGridPlan	plan;
 	TcStatus	st;
+	bool		planned = false;
 
 	/*
 	 * method => 'brute' takes the FP16 tensor-core brute force (unless
 	 * tcjoin.tensor_cores = off, which keeps FP64 CUDA cores: the grid
 	 * kernel over one cell).  auto takes it too from TC_GPU_BRUTE_DIMS
-	 * dimensions, and the grid below: on 400,000 uniform points with 64
-	 * neighbours each (an H200), the grid took 0.094 s at d = 8 against
-	 * brute force's 0.052 s, and 0.92 s at d = 12 against 0.053 s (there
-	 * it finds no useful cells; docs/performance.md).  At d = 8 the grid
-	 * stays: brute force grows with n^2 and the grid with n, so at some
-	 * larger n the grid wins again, and that crossover is not measured.
+	 * dimensions, where the grid finds no useful cells (400,000 uniform
+	 * points at d = 12: 0.92 s against 0.053 s), and below that where
+	 * the cost model says so: brute force grows with n^2, the grid with
+	 * its candidates, so at d = 8 brute force wins up to about a million
+	 * uniform points and the grid beyond.
 	 */
 	bool		fp16_brute = join->params.method == TC_METHOD_BRUTE;
 
-	if (join->params.method == TC_METHOD_AUTO && join->a.d >= TC_GPU_BRUTE_DIMS)
+	if (join->params.method == TC_METHOD_AUTO && join->params.tensor_cores != TC_TENSOR_OFF)
 	{
 		/* FP16 tensor cores need compute capability 8.0 (the join runs on GPU 0) */
 		TcGpuInfo	info;
 
-		fp16_brute = tc_gpu_list(&info, 1, NULL, 0) > 0 && info.major >= 8;
+		if (tc_gpu_list(&info, 1, NULL, 0) > 0 && info.major >= 8)
+		{
+			if (join->a.d >= TC_GPU_BRUTE_DIMS)
+				fp16_brute = true;
+			else
+			{
+				if ((st = tc_grid_plan(join, false, &plan, err)) != TC_OK)
+					return st;
+				planned = true;
+				join->stats.auto_grid_seconds = gpu_grid_cost(join, &plan);
+				join->stats.auto_brute_seconds = gpu_brute_cost(join);
+				fp16_brute = join->stats.auto_brute_seconds < join->stats.auto_grid_seconds;
+			}
+		}
 	}
 	if (fp16_brute && join->params.tensor_cores != TC_TENSOR_OFF)
 		return tc_gpu_brute_selfjoin(&join->gpu, &join->a, &join->params, join->thr,
 									 join->sink, &join->stats, err);
-	st = tc_grid_plan(join, false, &plan, err);
-	if (st != TC_OK)
+	if (!planned && (st = tc_grid_plan(join, false, &plan, err)) != TC_OK)
 		return st;
 	if (join->params.method == TC_METHOD_BRUTE)
 		plan.k = 0;				/* one cell: every pair is a candidate */

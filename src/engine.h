@@ -159,6 +159,9 @@ typedef struct TcJoinStats
 	double		gpu_upload_seconds; /* coordinates to the device */
 	double		gpu_order_seconds;	/* ordering points into compact tiles */
 	int			gpu_blocks;		/* FP16 brute force: row blocks streamed (1: the points fit) */
+	/* auto on the GPU below 12 dimensions: the cost model's seconds (0: not asked) */
+	double		auto_grid_seconds;
+	double		auto_brute_seconds;
 } TcJoinStats;
 
 typedef struct TcJoin TcJoin;

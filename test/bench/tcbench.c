@@ -512,6 +512,9 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 				   st->gpu_kernel, st->gpu_upload_seconds, st->gpu_order_seconds, st->gpu_blocks,
 				   st->gpu_blocks == 1 ? " (whole)" : "s, streamed");
 	}
+	if (strcmp(status, "ok") == 0 && !o->csv && st->auto_grid_seconds > 0)
+		printf("  auto on the GPU: %s (cost model: grid %.3f s, FP16 brute force %.3f s)\n",
+			   st->method, st->auto_grid_seconds, st->auto_brute_seconds);
 }
 
 int

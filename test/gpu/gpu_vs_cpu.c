@@ -454,12 +454,12 @@ streamed_cases(void)
 		bool		mma;		/* the mma.sync kernel (TCJOIN_BRUTE_KERNEL=mma) */
 		int			blocks;		/* the blocks expected; 0: any more than one */
 	}			cases[] = {
-		{"dups", 30001, 128, 16 << 10, false, false, false},
-		{"uniform", 20000, 16, 3 << 10, false, false, false},
-		{"expo", 12000, 100, 12 << 10, true, false, false},
-		{"uniform", 20000, 784, 64 << 10, false, false, false},
-		{"uniform", 20000, 128, 16 << 10, false, true, false},
-		{"dups", 30001, 128, 16 << 10, false, false, true},
+		{"dups", 30001, 128, 16 << 10, false, false, false, 0},
+		{"uniform", 20000, 16, 3 << 10, false, false, false, 0},
+		{"expo", 12000, 100, 12 << 10, true, false, false, 0},
+		{"uniform", 20000, 784, 64 << 10, false, false, false, 0},
+		{"uniform", 20000, 128, 16 << 10, false, true, false, 0},
+		{"dups", 30001, 128, 16 << 10, false, false, true, 0},
 		/*
 		 * blocks of one tile: the result buffers' least (2 MB) and two
 		 * tiles' rows fit in 2170 KB, four tiles' do not
@@ -542,6 +542,53 @@ streamed_cases(void)
 		free(c1.pairs);
 		free(c2.pairs);
 		free(x8);
+		free(x);
+	}
+}
+
+/*
+ * auto on the GPU below 12 dimensions: the cost model's choice where one
+ * side wins by far (8-D, 100,000 points: brute force about 3x cheaper by
+ * the model and by measurement; 2-D, a million points: the grid), and
+ * the pairs of the chosen engine against the CPU's.
+ */
+static void
+auto_cases(void)
+{
+	struct
+	{
+		int64_t		n;
+		int			d;
+		const char *want;
+	}			cases[] = {{100000, 8, "brute"}, {1000000, 2, "grid"}};
+
+	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++)
+	{
+		int64_t		n = cases[ci].n;
+		int			d = cases[ci].d;
+		float	   *x = make_points("uniform", n, d);
+		TcPoints	p = {x, n, d, TC_FLOAT4};
+		TcJoinParams cpu = {.eps = eps_for(x, 20000, d, 64) * pow(20000.0 / (double) n, 1.0 / d),
+			.method = TC_METHOD_AUTO, .device = TC_DEVICE_CPU, .exact = true,
+			.threads = tc_cpu_count()};
+		TcJoinParams gpu = cpu;
+		Collect		c1 = {0},
+					c2 = {0};
+		TcJoinStats s1,
+					s2;
+		TcError		e;
+		TcStatus	rc;
+
+		gpu.device = TC_DEVICE_GPU;
+		run(&p, cpu, &c1, &s1, &e);
+		rc = run(&p, gpu, &c2, &s2, &e);
+		report(rc == TC_OK && s2.method && strcmp(s2.method, cases[ci].want) == 0 &&
+			   s2.auto_grid_seconds > 0 && same_pairs(&c1, &c2),
+			   "auto on the GPU, uniform n=%lld d=%d: %s (want %s; model: grid %.3f s, brute %.3f s), "
+			   "pairs cpu %zu gpu %zu", (long long) n, d, rc == TC_OK ? s2.method : e.message,
+			   cases[ci].want, s2.auto_grid_seconds, s2.auto_brute_seconds, c1.n, c2.n);
+		free(c1.pairs);
+		free(c2.pairs);
 		free(x);
 	}
 }
@@ -796,6 +843,7 @@ main(int argc, char **argv)
 	failure_modes();
 	approx_cases();
 	streamed_cases();
+	auto_cases();
 
 	start = tc_now();
 	brute_cases(quick, seconds / 2, start);
