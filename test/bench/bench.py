@@ -667,10 +667,15 @@ def read_csv(path):
 
 
 def merge(dirs):
-    """The parts' rows in one list, in the order they ran, rates derived again."""
-    rows, heads = [], []
+    """The parts' rows in one list, in the order they ran, rates derived again.
+    A workload found in a later part replaces the earlier rows of it (a rerun),
+    keeping the earlier place."""
+    by_workload, heads = {}, []
     for d in dirs:
-        rows += read_csv(os.path.join(d, 'results.csv'))
+        fresh = {}
+        for r in read_csv(os.path.join(d, 'results.csv')):
+            fresh.setdefault((r['workload'], r['n'], r['d']), []).append(r)
+        by_workload.update(fresh)
         try:
             with open(os.path.join(d, 'table.txt')) as f:
                 head = f.readline().strip() + '; ' + f.readline().strip()
@@ -678,6 +683,7 @@ def merge(dirs):
                 heads.append(head + (' ' + third if third.startswith('(stopped early') else ''))
         except OSError:
             heads.append(d)
+    rows = [r for rs in by_workload.values() for r in rs]
     derive(rows)
     return rows, heads
 
