@@ -473,6 +473,7 @@ def run_sql(sql, data, w, table, epss, gpu, reps, slow_reps, timeout, tag):
 def run_suite(args, progress=None):
     """The rows of the matrix; progress(rows) after each workload."""
     workloads = matrix(args.quick, args.gpu)
+    number = {id(w): i + 1 for i, w in enumerate(workloads)}     # in the whole matrix
     if args.workloads:
         workloads = [w for wi, w in enumerate(workloads) if wi + 1 in args.workloads]
     elif args.part:
@@ -488,7 +489,7 @@ def run_suite(args, progress=None):
     sql = Sql()
     try:
         for wi, w in enumerate(workloads):
-            tag = f'[{wi + 1}/{len(workloads)}] {w.name} n={w.n:,} d={w.d}'
+            tag = f'[{wi + 1}/{len(workloads)}, #{number[id(w)]}] {w.name} n={w.n:,} d={w.d}'
             epss = {k: data.pick_eps(w, k) for k in w.ks}
             log(f'{tag}: eps ' + ', '.join(f'{epss[k]} for {k} neighbours' for k in w.ks)
                 + ' (sampled)')
