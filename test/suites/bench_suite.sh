@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The benchmark suite's own machinery, not its speed: a --quick run (with
+# --gpu, which on a machine without a GPU must say so row by row) writes a
+# table, a CSV and plots whose rows agree with each other (the engine and
+# tc_selfjoin return the same pairs, eps gives about the neighbours asked
+# for, the peer ran), and --merge of a run with itself gives the same rows
+# once (a rerun replaces, it does not duplicate).  No time is asserted.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+[ -n "${PGPORT:-}" ] || eval "$(bash test/cluster.sh env)"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok     $1"; }
+bad() { fail=$((fail + 1)); echo "FAILED $1"; }
+
+if TCJOIN_NO_APT=1 timeout 300 test/bench/run --quick --gpu --reps 1 --out "$T/run" >"$T/run.log" 2>&1; then
+    ok "test/bench/run --quick --gpu ran"
+else
+    bad "test/bench/run --quick --gpu ran"
+    tail -20 "$T/run.log"
+fi
+for f in table.txt results.csv; do
+    [ -s "$T/run/$f" ] && ok "it wrote $f" || bad "it wrote $f"
+done
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+    [ -s "$T/run/time_vs_eps.png" ] && [ -s "$T/run/speedup.png" ] && ok "it drew the plots" ||
+        bad "it drew the plots"
+fi
+
+TCJOIN_NO_APT=1 test/bench/run --merge "$T/run" "$T/run" --out "$T/merged" >/dev/null 2>&1 &&
+    ok "--merge ran" || bad "--merge ran"
+
+/usr/bin/python3 - "$T/run/results.csv" "$T/merged/results.csv" >"$T/checks.log" 2>&1 <<'EOF'
+import csv, sys
+
+rows = list(csv.DictReader(open(sys.argv[1])))
+merged = list(csv.DictReader(open(sys.argv[2])))
+good = bad = 0
+
+
+def check(cond, what):
+    global good, bad
+    print(('ok     ' if cond else 'FAILED ') + what)
+    good, bad = good + bool(cond), bad + (not cond)
+
+
+by = {}
+for r in rows:
+    by.setdefault((r['workload'], r['n'], r['d'], r['k']), {})[r['path']] = r
+blocks = [g for (w, n, d, k), g in by.items() if k]
+check(blocks, f'results.csv has workload blocks ({len(rows)} rows)')
+for g in blocks:
+    e, s = g.get('engine cpu t=all'), g.get('sql tc_selfjoin t=all')
+    name = next(iter(g.values()))
+    tag = f"{name['workload']} k={name['k']}"
+    check(e and e['status'] == 'ok' and s and s['status'] == 'ok',
+          f'{tag}: the engine and tc_selfjoin rows are ok')
+    if e and s and e['status'] == s['status'] == 'ok':
+        check(e['pairs'] == s['pairs'] and int(e['pairs']) > 0,
+              f"{tag}: engine and SQL return the same pairs ({e['pairs']})")
+        got = float(e['neighbours_per_point'])
+        check(0.8 * int(name['k']) <= got <= 1.25 * int(name['k']),
+              f"{tag}: eps gives {got:.1f} neighbours per point for {name['k']} asked")
+    for peer in ('sql cube+gist',):
+        p = g.get(peer)
+        if p is not None:
+            check(p['status'] == 'ok' and s is not None and float(s['speedup_vs_cube'] or 0) > 0,
+                  f'{tag}: {peer} ran and the speedup is derived')
+    # without a GPU, every GPU row says why instead of a time
+    for path, r in g.items():
+        if 'gpu' in path and r['status'] != 'ok':
+            check(r['status'].startswith(('n/a', 'not built', 'error: no')),
+                  f'{tag}: {path} says why it did not run ({r["status"][:40]})')
+key = lambda r: (r['workload'], r['n'], r['d'], r['k'], r['path'])
+check(sorted(map(key, merged)) == sorted(map(key, rows)),
+      f'--merge of a run with itself: the same {len(rows)} rows, once')
+print(f'counts {good} {bad}')
+EOF
+grep -v '^counts ' "$T/checks.log"
+# the checks' counts join ours; no counts line means they crashed: one failure
+if read -r _ p f < <(grep '^counts ' "$T/checks.log"); then
+    pass=$((pass + p)) fail=$((fail + f))
+else
+    fail=$((fail + 1))
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
