@@ -57,7 +57,10 @@ CREATE FUNCTION tc_last_stats(
     OUT index_ms double precision,
     OUT join_ms double precision,
     OUT output_ms double precision,
-    OUT total_ms double precision)
+    OUT total_ms double precision,
+    OUT gpu_blocks integer,
+    OUT auto_grid_ms double precision,
+    OUT auto_brute_ms double precision)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'tc_last_stats'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;

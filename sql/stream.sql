@@ -36,7 +36,9 @@ SET tcjoin.gpu_memory_limit = '3MB';
 CREATE TABLE stream_got AS
     SELECT id_a, id_b, dist, float8send(dist) AS bits
       FROM tc_selfjoin('stream_pts', 'vec', 0.1, id_column => 'id', method => 'brute');
-SELECT method = 'brute' AS brute FROM tc_last_stats();
+-- Three blocks where a GPU ran it; no blocks (NULL) on the CPU.
+SELECT method = 'brute' AS brute, coalesce(gpu_blocks = 3, device = 'cpu') AS blocks_ok
+  FROM tc_last_stats();
 RESET tcjoin.gpu_memory_limit;
 
 SELECT (SELECT count(*) FROM stream_ref) > 50000 AS enough_pairs,

@@ -77,6 +77,9 @@ typedef struct LastStats
 	double		join_ms;
 	double		output_ms;
 	double		total_ms;
+	int			gpu_blocks;		/* GPU brute force: row blocks (0: none ran) */
+	double		auto_grid_ms;	/* auto's cost model on the GPU (0: not asked) */
+	double		auto_brute_ms;
 } LastStats;
 
 static LastStats last_stats;
@@ -192,6 +195,9 @@ record_stats(int64 n, int d, double eps, const TcRunStats *rs,
 	ls->join_ms = rs->join.join_seconds * 1000;
 	ls->output_ms = rs->output_seconds * 1000;
 	ls->total_ms = total_s * 1000;
+	ls->gpu_blocks = rs->join.gpu_kernel ? rs->join.gpu_blocks : 0;
+	ls->auto_grid_ms = rs->join.auto_grid_seconds * 1000;
+	ls->auto_brute_ms = rs->join.auto_brute_seconds * 1000;
 
 	if (tc_log_stats)
 		ereport(INFO,
@@ -360,8 +366,8 @@ tc_last_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const LastStats *ls = &last_stats;
-	Datum		values[18];
-	bool		nulls[18] = {0};
+	Datum		values[21];
+	bool		nulls[21] = {0};
 	Datum		dims[8];
 	int			i = 0;
 
@@ -397,6 +403,12 @@ tc_last_stats(PG_FUNCTION_ARGS)
 	values[i++] = Float8GetDatum(ls->join_ms);
 	values[i++] = Float8GetDatum(ls->output_ms);
 	values[i++] = Float8GetDatum(ls->total_ms);
+	nulls[i] = ls->gpu_blocks == 0;
+	values[i++] = Int32GetDatum(ls->gpu_blocks);
+	nulls[i] = ls->auto_grid_ms == 0;
+	values[i++] = Float8GetDatum(ls->auto_grid_ms);
+	nulls[i] = ls->auto_grid_ms == 0;
+	values[i++] = Float8GetDatum(ls->auto_brute_ms);
 	Assert(i == lengthof(values));
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	PG_RETURN_NULL();
