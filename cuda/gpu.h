@@ -13,6 +13,7 @@
 #ifndef TCJOIN_GPU_H
 #define TCJOIN_GPU_H
 
+#include <limits.h>
 #include <stddef.h>
 
 #include "engine.h"
@@ -65,6 +66,9 @@ extern TcStatus tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a,
  * instead (the FP16-32 product decides; dist from an FP32 dot).  Handle,
  * sink and stats as for tc_gpu_selfjoin.
  */
+/* The most points FP16 brute force takes (positions are 32-bit; tiles of 128). */
+#define TC_GPU_BRUTE_MAX_N ((int64_t) INT_MAX - 128)
+
 extern TcStatus tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a,
 									  const TcJoinParams *params, double thr,
 									  const TcSink *sink, TcJoinStats *stats,

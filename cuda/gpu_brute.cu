@@ -1625,7 +1625,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	g = *handle;
 	stats->method = "brute";
 	stats->tensor_cores = true;
-	if (a->n > (int64_t) INT_MAX - BT)
+	static_assert(BT == 128, "TC_GPU_BRUTE_MAX_N assumes tiles of 128 points");
+	if (a->n > TC_GPU_BRUTE_MAX_N)
 	{
 		/* cub's sorts count items in an int */
 		err->status = TC_ERR_INVALID;

@@ -262,13 +262,22 @@ run_gpu(TcJoin *join, TcError *err)
 	 * uniform points and the grid beyond.
 	 */
 	bool		fp16_brute = join->params.method == TC_METHOD_BRUTE;
+	TcGpuInfo	info;
 
-	if (join->params.method == TC_METHOD_AUTO && join->params.tensor_cores != TC_TENSOR_OFF)
+	/*
+	 * FP16 tensor cores need compute capability 8.0 (the join runs on GPU
+	 * 0): below that, brute force with tensor_cores = auto runs on FP64
+	 * CUDA cores (= on asks for them, and the back end says it cannot).
+	 * auto never gives FP16 brute force more points than it takes.
+	 */
+	bool		fp16_ok = tc_gpu_list(&info, 1, NULL, 0) > 0 && info.major >= 8;
+
+	if (fp16_brute && join->params.tensor_cores == TC_TENSOR_AUTO && !fp16_ok)
+		fp16_brute = false;
+	if (join->params.method == TC_METHOD_AUTO && join->params.tensor_cores != TC_TENSOR_OFF &&
+		join->a.n <= TC_GPU_BRUTE_MAX_N)
 	{
-		/* FP16 tensor cores need compute capability 8.0 (the join runs on GPU 0) */
-		TcGpuInfo	info;
-
-		if (tc_gpu_list(&info, 1, NULL, 0) > 0 && info.major >= 8)
+		if (fp16_ok)
 		{
 			if (join->a.d >= TC_GPU_BRUTE_DIMS)
 				fp16_brute = true;

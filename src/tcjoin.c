@@ -405,6 +405,7 @@ tc_last_stats(PG_FUNCTION_ARGS)
 	values[i++] = Float8GetDatum(ls->total_ms);
 	nulls[i] = ls->gpu_blocks == 0;
 	values[i++] = Int32GetDatum(ls->gpu_blocks);
+	/* the model sets both or neither, and its grid estimate is never 0 */
 	nulls[i] = ls->auto_grid_ms == 0;
 	values[i++] = Float8GetDatum(ls->auto_grid_ms);
 	nulls[i] = ls->auto_grid_ms == 0;

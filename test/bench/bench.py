@@ -555,7 +555,8 @@ def derive(rows):
                     if p and p['status'] == 'ok':
                         r[f'speedup_vs_{peer}'] = p['time_s'] / t
                 read, emit = g.get('floor read table'), g.get('floor emit rows')
-                if read and emit:
+                if (read and emit and read['status'] == emit['status'] == 'ok'
+                        and read.get('time_s') and emit.get('time_s')):
                     r['floor_ratio'] = t / (read['time_s'] + emit['time_s'])
 
 
@@ -602,7 +603,7 @@ def notes(r):
         out.append(f'{r["floor_ratio"]:.2f}x floor')
     if r.get('cublas_fraction'):
         f = 100 * r['cublas_fraction']
-        out.append(f'{f:.0f}% of cuBLAS' if f >= 10 else f'{f:.2g}% of cuBLAS')
+        out.append(f'{f:.0f}% of cuBLAS' if f >= 9.95 else f'{f:.2g}% of cuBLAS')
     if r.get('note'):
         out.append(r['note'])
     return ', '.join(out)
@@ -652,7 +653,9 @@ def read_csv(path):
         for raw in csv.DictReader(f):
             r = {}
             for c, v in raw.items():
-                if v == '':
+                if c is None:
+                    continue            # more fields than the header: a broken line
+                if v in ('', None):
                     r[c] = '' if c == 'k' else None
                     continue
                 for conv in (int, float):
@@ -676,6 +679,8 @@ def merge(dirs):
         fresh = {}
         for r in read_csv(os.path.join(d, 'results.csv')):
             fresh.setdefault((r['workload'], r['n'], r['d']), []).append(r)
+        for w, n, dd in fresh.keys() & by_workload.keys():
+            log(f'bench: {w} n={n:,} d={dd} from {d}, in place of the earlier part\'s rows')
         by_workload.update(fresh)
         try:
             with open(os.path.join(d, 'table.txt')) as f:
@@ -725,7 +730,15 @@ def main():
             ap.error('--part I/N needs 1 <= I <= N')
         args.part = (i, nparts)
     if args.workloads:
-        args.workloads = {int(x) for x in args.workloads.split(',')}
+        if args.part:
+            ap.error('--part and --workloads exclude each other')
+        try:
+            args.workloads = {int(x) for x in args.workloads.split(',')}
+        except ValueError:
+            ap.error('--workloads takes numbers, as in --workloads 3,7')
+        whole = len(matrix(args.quick, args.gpu))
+        if not all(1 <= x <= whole for x in args.workloads):
+            ap.error(f'--workloads: this matrix has workloads 1 to {whole}')
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
     if args.merge:
@@ -738,9 +751,14 @@ def main():
         # What ran so far, on disk after each workload: a run stopped by a
         # time limit still leaves rows for --merge.
         def progress(done):
-            with open(os.path.join(args.out, 'table.txt'), 'w') as f:
+            # each written aside, then renamed: a kill mid-write leaves the last whole file
+            table_tmp = os.path.join(args.out, 'table.txt.tmp')
+            with open(table_tmp, 'w') as f:
                 f.write(f'{header}\n(stopped early: {len(done)} rows)\n')
-            write_csv(done, os.path.join(args.out, 'results.csv'))
+            os.replace(table_tmp, os.path.join(args.out, 'table.txt'))
+            csv_tmp = os.path.join(args.out, 'results.csv.tmp')
+            write_csv(done, csv_tmp)
+            os.replace(csv_tmp, os.path.join(args.out, 'results.csv'))
         rows = run_suite(args, progress)
     text = f'{header}\n{table(rows)}\n\n(finished in {time.time() - t0:.0f} s)'
     print(text)

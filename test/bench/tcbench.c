@@ -428,7 +428,11 @@ parse_args(int argc, char **argv, Options *o)
 			o->tc = strcmp(v, "auto") == 0 ? TC_TENSOR_AUTO : on_off(v) ? TC_TENSOR_ON : TC_TENSOR_OFF;
 		}
 		else if (strcmp(a, "--gpu-memory") == 0)
+		{
 			o->gpu_memory_mb = atol(v);
+			if (o->gpu_memory_mb < 0)
+				die("--gpu-memory takes megabytes, 0 or more");
+		}
 		else if (strcmp(a, "--sink") == 0)
 			o->sink_sum = strcmp(v, "count") != 0;
 		else if (strcmp(a, "--type") == 0)

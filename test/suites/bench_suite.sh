@@ -27,6 +27,8 @@ done
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
     [ -s "$T/run/time_vs_eps.png" ] && [ -s "$T/run/speedup.png" ] && ok "it drew the plots" ||
         bad "it drew the plots"
+else
+    bad "python3-matplotlib is missing (test/setup.sh installs it): no plots to check"
 fi
 
 TCJOIN_NO_APT=1 test/bench/run --merge "$T/run" "$T/run" --out "$T/merged" >/dev/null 2>&1 &&
@@ -68,11 +70,14 @@ for g in blocks:
         if p is not None:
             check(p['status'] == 'ok' and s is not None and float(s['speedup_vs_cube'] or 0) > 0,
                   f'{tag}: {peer} ran and the speedup is derived')
-    # without a GPU, every GPU row says why instead of a time
+    # without a GPU, every GPU row says why instead of a time; with one,
+    # every exact GPU path returns the CPU's pairs
     for path, r in g.items():
         if 'gpu' in path and r['status'] != 'ok':
-            check(r['status'].startswith(('n/a', 'not built', 'error: no')),
+            check(r['status'].startswith(('n/a (no GPU', 'not built')),
                   f'{tag}: {path} says why it did not run ({r["status"][:40]})')
+        elif 'gpu' in path and 'exact' in path and e is not None and e['status'] == 'ok':
+            check(r['pairs'] == e['pairs'], f'{tag}: {path} returns the CPU\'s {e["pairs"]} pairs')
 key = lambda r: (r['workload'], r['n'], r['d'], r['k'], r['path'])
 check(sorted(map(key, merged)) == sorted(map(key, rows)),
       f'--merge of a run with itself: the same {len(rows)} rows, once')
