@@ -8,14 +8,15 @@
 # benchmarks of the GPU paths (and with --sql, the same join through
 # PostgreSQL against its floors).
 #   test/gpu/run.sh [--quick] [--no-regress] [--no-stress] [--no-bench] [--no-grid-bench] [--sql]
+#                   [--auto-sweep]   (auto's choices against both engines: test/bench/auto-sweep)
 # Ends with "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-QUICK= REGRESS=1 STRESS=1 BENCH=1 GRIDBENCH=1 SQL=
+QUICK= REGRESS=1 STRESS=1 BENCH=1 GRIDBENCH=1 SQL= SWEEP=
 for a in "$@"; do
     case $a in
         --quick) QUICK=--quick ;; --no-regress) REGRESS= ;; --no-stress) STRESS= ;;
-        --no-bench) BENCH= ;; --no-grid-bench) GRIDBENCH= ;; --sql) SQL=1 ;;
+        --no-bench) BENCH= ;; --no-grid-bench) GRIDBENCH= ;; --sql) SQL=1 ;; --auto-sweep) SWEEP=1 ;;
         *) echo "unknown option $a"; exit 2 ;;
     esac
 done
@@ -164,6 +165,12 @@ SELECT 'floor emit ms ' || string_agg(round(pg_temp.ms(format($q$SELECT count(*)
 DROP TABLE gpu_bench_pts;
 SQL
 fi 2>&1 | tee "$OUT/sql-bench.log"
+
+if [ -n "$SWEEP" ]; then
+    echo "== auto's choice below 12 dimensions against both engines"
+    SWEEP_DIMS=${SWEEP_DIMS:-"6 8 10"} SWEEP_NS=${SWEEP_NS:-"300000 1000000 3000000"} \
+        SWEEP_LIMIT=${SWEEP_LIMIT:-40} test/bench/auto-sweep 3
+fi 2>&1 | tee "$OUT/auto-sweep.log"
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
