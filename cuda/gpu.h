@@ -59,6 +59,9 @@ extern TcStatus tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a,
 								const TcSink *sink, TcJoinStats *stats,
 								TcError *err);
 
+/* The most points FP16 brute force takes (positions are 32-bit; tiles of 128). */
+#define TC_GPU_BRUTE_MAX_N ((int64_t) INT_MAX - 128)
+
 /*
  * Self-join a by brute force on FP16 tensor cores, exactly: a filter with a
  * proven error band (fp16_filter.h), then the contract's sum for every pair
@@ -66,9 +69,6 @@ extern TcStatus tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a,
  * instead (the FP16-32 product decides; dist from an FP32 dot).  Handle,
  * sink and stats as for tc_gpu_selfjoin.
  */
-/* The most points FP16 brute force takes (positions are 32-bit; tiles of 128). */
-#define TC_GPU_BRUTE_MAX_N ((int64_t) INT_MAX - 128)
-
 extern TcStatus tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a,
 									  const TcJoinParams *params, double thr,
 									  const TcSink *sink, TcJoinStats *stats,

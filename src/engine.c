@@ -275,21 +275,18 @@ run_gpu(TcJoin *join, TcError *err)
 	if (fp16_brute && join->params.tensor_cores == TC_TENSOR_AUTO && !fp16_ok)
 		fp16_brute = false;
 	if (join->params.method == TC_METHOD_AUTO && join->params.tensor_cores != TC_TENSOR_OFF &&
-		join->a.n <= TC_GPU_BRUTE_MAX_N)
+		fp16_ok && join->a.n <= TC_GPU_BRUTE_MAX_N)
 	{
-		if (fp16_ok)
+		if (join->a.d >= TC_GPU_BRUTE_DIMS)
+			fp16_brute = true;
+		else
 		{
-			if (join->a.d >= TC_GPU_BRUTE_DIMS)
-				fp16_brute = true;
-			else
-			{
-				if ((st = tc_grid_plan(join, false, &plan, err)) != TC_OK)
-					return st;
-				planned = true;
-				join->stats.auto_grid_seconds = gpu_grid_cost(join, &plan);
-				join->stats.auto_brute_seconds = gpu_brute_cost(join);
-				fp16_brute = join->stats.auto_brute_seconds < join->stats.auto_grid_seconds;
-			}
+			if ((st = tc_grid_plan(join, false, &plan, err)) != TC_OK)
+				return st;
+			planned = true;
+			join->stats.auto_grid_seconds = gpu_grid_cost(join, &plan);
+			join->stats.auto_brute_seconds = gpu_brute_cost(join);
+			fp16_brute = join->stats.auto_brute_seconds < join->stats.auto_grid_seconds;
 		}
 	}
 	if (fp16_brute && join->params.tensor_cores != TC_TENSOR_OFF)

@@ -32,6 +32,12 @@ GPU_BRUTE_MAX_N = 500_000       # brute force on 2-8 dimensions past this is poi
 GPU_GRID_MAX_N_HIGH_D = 20_000
 
 
+def fp64_too_slow(w):
+    """d >= 64 and n past GPU_GRID_MAX_N_HIGH_D: FP64 on CUDA cores takes tens
+    of seconds a run (the grid is left out; FP64 brute force runs once)."""
+    return w.d >= 64 and w.n > GPU_GRID_MAX_N_HIGH_D
+
+
 @dataclass
 class Workload:
     name: str                   # what the table calls it, e.g. "uniform-2d"
@@ -178,7 +184,7 @@ def engine_paths(w, gpu):
         paths += [('engine cpu t=all', ['--threads', '0']),
                   ('engine cpu t=1', ['--threads', '1'])]
     if gpu:
-        methods = (['grid'] if w.d < 64 or w.n <= GPU_GRID_MAX_N_HIGH_D else []) + \
+        methods = ([] if fp64_too_slow(w) else ['grid']) + \
             (['brute'] if w.d >= 64 or w.n <= GPU_BRUTE_MAX_N else [])
         for m in methods:
             for tc in ('off', 'on'):
@@ -499,9 +505,8 @@ def run_suite(args, progress=None):
             for k in w.ks:
                 for path, pargs in engine_paths(w, args.gpu):
                     r = slow_reps if path == 'engine cpu t=1' else reps
-                    if 'tc=off' in path and w.d >= 64 and w.n > GPU_GRID_MAX_N_HIGH_D:
-                        r = 1       # FP64 on CUDA cores: tens of seconds a run
-
+                    if 'tc=off' in path and fp64_too_slow(w):
+                        r = 1
                     rows.append(run_engine(data, w, k, epss[k], path, pargs, r, timeout))
                     log(f'{tag} k={k}: {path}: {show_time(rows[-1])}')
             if w.sql and sql.ok and sql_tc_paths(w, args.gpu):
