@@ -549,6 +549,31 @@ streamed_cases(void)
 }
 
 /*
+ * A limit below the least any join takes (2 MB of result buffers): the
+ * join fails, saying so, and nothing is returned.
+ */
+static void
+limit_too_small(void)
+{
+	int64_t		n = 2000;
+	float	   *x = make_points("uniform", n, 16);
+	TcPoints	p = {x, n, 16, TC_FLOAT4};
+	TcJoinParams gpu = {.eps = 0.1, .method = TC_METHOD_BRUTE, .device = TC_DEVICE_GPU,
+		.tensor_cores = TC_TENSOR_ON, .exact = true, .threads = tc_cpu_count(),
+	.gpu_memory_limit = 1 << 20};
+	Collect		c = {0};
+	TcJoinStats s = {0};
+	TcError		e = {0};
+	TcStatus	rc = run(&p, gpu, &c, &s, &e);
+
+	report(rc == TC_ERR_NOMEM && c.n == 0 &&
+		   strstr(e.message, "tcjoin.gpu_memory_limit (1 MB) is too small for this join") != NULL,
+		   "a 1 MB GPU memory limit: %s", rc == TC_OK ? "the join ran" : e.message);
+	free(c.pairs);
+	free(x);
+}
+
+/*
  * auto on the GPU below 12 dimensions: the cost model's choice where one
  * side wins by far (8-D, 100,000 points: brute force about 3x cheaper by
  * the model and by measurement; 2-D, a million points: the grid), and
@@ -846,6 +871,7 @@ main(int argc, char **argv)
 	failure_modes();
 	approx_cases();
 	streamed_cases();
+	limit_too_small();
 	auto_cases();
 
 	start = tc_now();
