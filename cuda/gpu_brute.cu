@@ -1950,6 +1950,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				else
 					brute_kernel<<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
 				CHECK(cudaGetLastError());
+				CHECK(cudaEventRecord(g->kev[cur][2], s));
 				if (bd.approx)
 					recheck_kernel<float, true><<<sms * 8, RC_WARPS * WARP, RC_SMEM(float), s>>>(bd, bb);
 				else if (a->type == TC_FLOAT4)
@@ -1963,8 +1964,10 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				return TC_OK;
 			};
 
-			if ((st = run_batches(g, ntp, d_pairs, h_meta, rate, next, launch, "tile", sink, stats,
-								  err, 2)) != TC_OK)
+			g->kev_recheck = true;
+			st = run_batches(g, ntp, d_pairs, h_meta, rate, next, launch, "tile", sink, stats, err, 2);
+			g->kev_recheck = false;
+			if (st != TC_OK)
 				return st;
 		}
 		return TC_OK;

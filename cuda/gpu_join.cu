@@ -119,7 +119,7 @@ tc_gpu_join_free(TcGpuJoin *g)
 	for (int i = 0; i < g->nevents; i++)
 		cudaEventDestroy(g->ring_ev[i]);
 	for (int i = 0; i < g->nkev; i++)
-		cudaEventDestroy(g->kev[i / 2][i % 2]);
+		cudaEventDestroy(g->kev[i / 3][i % 3]);
 	if (g->ring_cached)
 		ring_cache_busy.store(0);
 	for (int i = 0; i < g->ndev; i++)
@@ -360,9 +360,9 @@ gpu_join_begin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params
 		CHECK(cudaStreamCreateWithFlags(&g->stream[i], cudaStreamNonBlocking));
 		g->nstreams++;
 	}
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 6; i++)
 	{
-		CHECK(cudaEventCreate(&g->kev[i / 2][i % 2]));
+		CHECK(cudaEventCreate(&g->kev[i / 3][i % 3]));
 		g->nkev++;
 	}
 	CHECK(cudaStreamCreateWithFlags(&g->abort_stream, cudaStreamNonBlocking));

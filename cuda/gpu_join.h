@@ -180,7 +180,8 @@ struct TcGpuJoin
 	int			nstreams;
 	cudaEvent_t ring_ev[RING_SLOTS];
 	int			nevents;
-	cudaEvent_t kev[2][2];		/* per stream: kernel start, end */
+	cudaEvent_t kev[2][3];		/* per stream: kernel start, end, and the recheck's start */
+	bool		kev_recheck;	/* kev[.][2] is recorded: the stats split the kernels' time */
 	int			nkev;
 	void	   *dev[48];
 	size_t		dev_bytes[48];	/* each allocation's size, for used */
@@ -249,7 +250,8 @@ extern TcStatus gpu_join_begin(TcGpuJoin **handle, const TcPoints *a,
  * Work units [0, n) in batches through the two result buffers, one per
  * stream.  next(lo, rate, &bound) picks a batch [lo, hi) and the bound on
  * its pairs; launch(cur, lo, hi) enqueues it on g->stream[cur]: the kernel
- * between g->kev[cur][0] and [1], writing d_pairs[cur], then its pair count
+ * between g->kev[cur][0] and [1] (and, with g->kev_recheck, its exact
+ * recheck from [2]), writing d_pairs[cur], then its pair count
  * and overflow flag copied to h_meta[cur][0] and [1].  While one batch
  * computes, the previous one is drained to the sink; a batch that overflows
  * is dropped and rerun smaller, so no pair is lost.  rate: pairs per unit
@@ -304,6 +306,11 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 			stats->gpu_wait_seconds += tc_now() - tw;
 			CHECK(cudaEventElapsedTime(&ms, g->kev[launched][0], g->kev[launched][1]));
 			stats->gpu_kernel_seconds += ms / 1e3;
+			if (g->kev_recheck)
+			{
+				CHECK(cudaEventElapsedTime(&ms, g->kev[launched][2], g->kev[launched][1]));
+				stats->gpu_recheck_seconds += ms / 1e3;
+			}
 			if (h_meta[launched][1] != 0)
 			{
 				/* Overflow: rerun fewer units; the rate was too low. */

@@ -143,6 +143,7 @@ typedef struct TcJoinStats
 	/* GPU joins: where the join phase's time went. */
 	int64_t		gpu_batches;	/* kernel launches, reruns included */
 	double		gpu_kernel_seconds; /* the kernels, by device events */
+	double		gpu_recheck_seconds;	/* FP16 brute force: of those, the exact recheck's */
 	double		gpu_wait_seconds;	/* the host waiting for kernels */
 	double		gpu_drain_seconds;	/* pairs copied to the host and emitted */
 	/* GPU brute force: tile pairs of the triangle, and those pruning kept. */

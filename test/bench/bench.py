@@ -202,7 +202,8 @@ def engine_paths(w, gpu):
 TCBENCH_COLS = ['source', 'type', 'n', 'd', 'eps', 'method_asked', 'method', 'threads',
                 'grid_dims', 'time_s', 'time_min_s', 'time_max_s', 'cpu_s', 'index_s',
                 'candidates', 'pairs', 'reps', 'join_s', 'load_s', 'cells', 'device',
-                'exact', 'tensor_cores', 'status', 'rechecked', 'checksum']
+                'exact', 'tensor_cores', 'status', 'rechecked', 'checksum', 'filter_s',
+                'recheck_s']
 
 
 def run_engine(data, w, k, eps, path, args, reps, timeout):
@@ -220,6 +221,8 @@ def run_engine(data, w, k, eps, path, args, reps, timeout):
                    time_max_s=float(f['time_max_s']), load_s=float(f['load_s']),
                    index_s=float(f['index_s']), join_s=float(f['join_s']),
                    candidates=int(f['candidates']), pairs=int(f['pairs']))
+        if float(f.get('recheck_s') or 0) > 0:
+            row.update(filter_s=float(f['filter_s']), recheck_s=float(f['recheck_s']))
     return row
 
 
@@ -554,6 +557,9 @@ def derive(rows):
                 ref = gemm.get((wname, n, d))
                 if ref:
                     r['cublas_fraction'] = r['tflops'] / ref['tflops']
+                    if r.get('filter_s'):
+                        r['filter_cublas_fraction'] = (2.0 * n * n * d / r['filter_s'] / 1e12
+                                                       / ref['tflops'])
             if r['path'].startswith('sql tc_selfjoin'):
                 for peer, name in PEER_NAMES.items():
                     p = g.get(name)
@@ -570,7 +576,8 @@ def derive(rows):
 CSV_COLS = ['workload', 'source', 'n', 'd', 'k', 'eps', 'layer', 'path', 'device', 'method',
             'threads', 'exact', 'tensor_cores', 'reps', 'time_s', 'time_min_s', 'time_max_s',
             'load_s', 'index_s', 'join_s', 'output_s', 'candidates', 'pairs',
-            'neighbours_per_point', 'pairs_per_s', 'tflops', 'cublas_fraction',
+            'neighbours_per_point', 'pairs_per_s', 'tflops', 'cublas_fraction', 'filter_s',
+            'recheck_s', 'filter_cublas_fraction',
             'speedup_vs_cube', 'speedup_vs_postgis', 'speedup_vs_plain', 'floor_ratio',
             'status', 'note']
 
@@ -609,6 +616,10 @@ def notes(r):
     if r.get('cublas_fraction'):
         f = 100 * r['cublas_fraction']
         out.append(f'{f:.0f}% of cuBLAS' if f >= 9.95 else f'{f:.2g}% of cuBLAS')
+    if r.get('filter_cublas_fraction'):
+        # the kernels apart: the tensor-core filter against cuBLAS, the exact recheck in seconds
+        out.append(f'filter {100 * r["filter_cublas_fraction"]:.0f}% of cuBLAS, '
+                   f'recheck {secs(r["recheck_s"])} s')
     if r.get('note'):
         out.append(r['note'])
     return ', '.join(out)

@@ -37,7 +37,9 @@
  *	grid_dims, wall_med_s, wall_min_s, wall_max_s, cpu_med_s, index_s,
  *	candidates, pairs, reps, join_s, load_s, cells, device, exact,
  *	tensor_cores (what the join used: on, off, or the option given when it
- *	did not run), status, rechecked, checksum
+ *	did not run), status, rechecked, checksum, filter_s, recheck_s (GPU
+ *	brute force: its kernels' time, the tensor-core filter's and the exact
+ *	recheck's; 0 otherwise)
  * status is "ok", "n/a (no GPU)" (the engine found no usable GPU) or
  * "not built" (the engine cannot run this variant); those rows have zero
  * times and counts and the exit status is 0.  Other errors exit with 1.
@@ -472,7 +474,7 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 
 	if (o->csv)
 		printf("%s,%s,%lld,%d,%.9g,%s,%s,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%llu,%llu,%d,"
-			   "%.6f,%.6f,%lld,%s,%s,%s,%s,%llu,%.17g\n",
+			   "%.6f,%.6f,%lld,%s,%s,%s,%s,%llu,%.17g,%.6f,%.6f\n",
 			   source, type, (long long) n, o->d, o->eps, o->method_name, used, o->threads,
 			   st->grid_dims, med->wall, runs[0].wall, runs[o->reps - 1].wall,
 			   med->cpu, st->index_seconds,
@@ -480,7 +482,9 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 			   (unsigned long long) med->pairs, o->reps,
 			   st->join_seconds, load_s, (long long) st->cells, device,
 			   o->exact ? "on" : "off", tc, status,
-			   (unsigned long long) st->rechecked, med->checksum);
+			   (unsigned long long) st->rechecked, med->checksum,
+			   st->gpu_recheck_seconds > 0 ? st->gpu_kernel_seconds - st->gpu_recheck_seconds : 0.0,
+			   st->gpu_recheck_seconds);
 	else if (strcmp(status, "ok") != 0)
 		printf("%-10s %-3s n=%-9lld d=%-4d eps=%-10.4g %s %-5s exact=%s tc=%s  %s\n",
 			   o->file ? "file" : o->gen, type, (long long) n, o->d, o->eps, device,
@@ -512,9 +516,15 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 			   st->candidates ? 100.0 * (double) st->rechecked / (double) st->candidates : 0.0,
 			   (unsigned long long) st->gpu_tile_pairs_kept, (unsigned long long) st->gpu_tile_pairs);
 		if (st->gpu_kernel)
+		{
+			double		filter_s = st->gpu_kernel_seconds - st->gpu_recheck_seconds;
+
 			printf("  brute force on the GPU: %s kernel; upload %.3f s, ordering %.3f s; %d block%s\n",
 				   st->gpu_kernel, st->gpu_upload_seconds, st->gpu_order_seconds, st->gpu_blocks,
 				   st->gpu_blocks == 1 ? " (whole)" : "s, streamed");
+			printf("  of the kernels: the tensor-core filter %.3f s (%.1f TFLOP/s), the exact recheck %.3f s\n",
+				   filter_s, filter_s > 0 ? flops / filter_s / 1e12 : 0.0, st->gpu_recheck_seconds);
+		}
 	}
 	if (strcmp(status, "ok") == 0 && !o->csv && st->auto_grid_seconds > 0)
 		printf("  auto on the GPU: %s (cost model: grid %.3f s, FP16 brute force %.3f s)\n",
