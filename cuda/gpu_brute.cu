@@ -795,6 +795,129 @@ recheck_kernel(BruteDev g, BruteBatch b)
 
 #define RC_SMEM(T) (RC_WARPS * 2 * WARP * RC_ROW * (int) sizeof(T))
 
+/*
+ * The same decision, a lane per candidate walking its own two rows in
+ * 16-byte loads, RC_VEC_LOADS of each row in flight: no shared memory, no
+ * shuffles, a few instructions a coordinate where the staged kernel above
+ * spends some fifty (Nsight Compute: issue-bound, a third of its issue
+ * slots used, 10 warps an SM).  A lane's loads take whole 128-byte lines
+ * back to back, so each line is used up before L1 can lose it.  On an H200
+ * it halves the recheck of exact => false (FP16 rows: 0.029 s against
+ * 0.064 s at 100,000 x 4,096) but nearly doubles the exact one's (float4
+ * rows widened to float8: 0.198 s against 0.111 s), so it serves exact =>
+ * false, and the exact recheck with TCJOIN_RECHECK=lane (for measuring).
+ */
+#define RC_VEC_LOADS 8
+
+/* Element e of a 16-byte vector of E (e known at compile time). */
+template <typename E>
+__device__ __forceinline__ E
+vec_elem(const uint4 &v, int e)
+{
+	E			x[16 / sizeof(E)];
+
+	memcpy(x, &v, 16);
+	return x[e];
+}
+
+template <typename T, bool APPROX>
+__global__ void
+__launch_bounds__(RC_WARPS * WARP)
+recheck_vec_kernel(BruteDev g, BruteBatch b)
+{
+	/* exact => false: the FP16 rows and an FP32 dot */
+	typedef typename std::conditional<APPROX, __half, T>::type E;
+	constexpr int VEC = 16 / sizeof(E);
+	constexpr int STEP = VEC * RC_VEC_LOADS;
+	__shared__ Stage stages[RC_WARPS];
+	const int	lane = threadIdx.x % WARP;
+	const int	warp = threadIdx.x / WARP;
+	Stage	   &st = stages[warp];
+	int			nst = 0;
+	const E    *x = APPROX ? (const E *) g.h : (const E *) g.x;
+	const int	len = APPROX ? g.dpad : g.d;
+	unsigned int nc;
+
+	if (*(volatile unsigned int *) b.overflow != 0)
+		return;					/* the batch is rerun */
+	nc = min(*(volatile unsigned int *) b.ncand, b.cand_capacity);
+	for (unsigned int c0 = (blockIdx.x * RC_WARPS + warp) * WARP; c0 < nc;
+		 c0 += gridDim.x * RC_WARPS * WARP)
+	{
+		const unsigned int c = c0 + lane;
+		uint2		p = make_uint2(0, 0);
+		double		s = 0.0;
+		float		dot = 0.0f;
+		bool		hit = false;
+
+		if (c < nc)
+		{
+			p = b.cand[c];
+
+			const E    *ra = x + (APPROX ? (size_t) p.x * g.hpitch : (size_t) g.order[p.x] * g.d);
+			const E    *rb = x + (APPROX ? (size_t) p.y * g.hpitch : (size_t) g.order[p.y] * g.d);
+			int			k = 0;
+
+			for (; k + STEP <= len && (APPROX || s <= g.thr); k += STEP)
+			{
+				uint4		va[RC_VEC_LOADS],
+							vb[RC_VEC_LOADS];
+
+#pragma unroll
+				for (int u = 0; u < RC_VEC_LOADS; u++)
+				{
+					va[u] = __ldg((const uint4 *) (ra + k) + u);
+					vb[u] = __ldg((const uint4 *) (rb + k) + u);
+				}
+#pragma unroll
+				for (int u = 0; u < RC_VEC_LOADS; u++)
+#pragma unroll
+					for (int e = 0; e < VEC; e++)
+					{
+						if (APPROX)
+							dot = __fadd_rn(dot, __fmul_rn(__half2float(vec_elem<__half>(va[u], e)),
+														   __half2float(vec_elem<__half>(vb[u], e))));
+						else
+						{
+							double		t = __dsub_rn((double) vec_elem<E>(va[u], e),
+													  (double) vec_elem<E>(vb[u], e));
+
+							s = __dadd_rn(s, __dmul_rn(t, t));
+						}
+					}
+			}
+			for (; k < len && (APPROX || s <= g.thr); k++)
+			{
+				if (APPROX)
+					dot = __fadd_rn(dot, __fmul_rn(__half2float(ra[k]), __half2float(rb[k])));
+				else
+				{
+					double		t = __dsub_rn((double) ra[k], (double) rb[k]);
+
+					s = __dadd_rn(s, __dmul_rn(t, t));
+				}
+			}
+			if (APPROX)
+			{
+				/* the filter decided; dist from |h_a|^2 + |h_b|^2 - 2 dot, in float4 */
+				float		d2 = 2.0f * (g.q[p.x] + g.q[p.y] - dot);
+
+				s = (double) fmaxf(d2, 0.0f) * g.inv_sigma * g.inv_sigma;
+				hit = true;
+			}
+			else
+				hit = s <= g.thr;	/* partial sums only grow: a stop past thr rejects */
+		}
+		stage_hit(b, st, nst, lane, hit, p.x, p.y, s,
+				  [&] (unsigned int q) {
+					  unsigned int r = g.order[q];
+
+					  return (long long) r + (r < g.split_row ? g.shift_lo : g.shift_hi);
+				  });
+	}
+	flush_stage(st, nst, b, lane);
+}
+
 __global__ void
 __launch_bounds__(BRUTE_THREADS)
 brute_kernel(BruteDev g, BruteBatch b)
@@ -1791,6 +1914,17 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		return st;
 	stats->index_seconds = tc_now() - t0;
 
+	/*
+	 * The recheck's kernel: a lane a candidate for exact => false (the FP16
+	 * rows are 16-byte aligned), the staged one for the exact sum
+	 * (recheck_vec_kernel says why).  TCJOIN_RECHECK=lane or staged forces
+	 * one, for comparison; the lane kernel needs 16-byte aligned rows.
+	 */
+	const bool	rows16 = (size_t) d * (a->type == TC_FLOAT4 ? 4 : 8) % 16 == 0;
+	const char *rc_force = getenv("TCJOIN_RECHECK");
+	const bool	rc_vec = rc_force == NULL ? bd.approx :
+		strcmp(rc_force, "lane") == 0 ? bd.approx || rows16 :
+		strcmp(rc_force, "staged") == 0 ? false : bd.approx;
 	/* Dynamic shared memory past the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
 	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
@@ -1951,7 +2085,13 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 					brute_kernel<<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
 				CHECK(cudaGetLastError());
 				CHECK(cudaEventRecord(g->kev[cur][2], s));
-				if (bd.approx)
+				if (rc_vec && bd.approx)
+					recheck_vec_kernel<float, true><<<sms * 8, RC_WARPS * WARP, 0, s>>>(bd, bb);
+				else if (rc_vec && a->type == TC_FLOAT4)
+					recheck_vec_kernel<float, false><<<sms * 8, RC_WARPS * WARP, 0, s>>>(bd, bb);
+				else if (rc_vec)
+					recheck_vec_kernel<double, false><<<sms * 8, RC_WARPS * WARP, 0, s>>>(bd, bb);
+				else if (bd.approx)
 					recheck_kernel<float, true><<<sms * 8, RC_WARPS * WARP, RC_SMEM(float), s>>>(bd, bb);
 				else if (a->type == TC_FLOAT4)
 					recheck_kernel<float, false><<<sms * 8, RC_WARPS * WARP, RC_SMEM(float), s>>>(bd, bb);
