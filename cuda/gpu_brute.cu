@@ -675,6 +675,24 @@ append_kept(const BruteBatch &b, int lane, uint32_t (&keep)[W], unsigned long lo
 #define RC_CHUNK 32
 #define RC_ROW (RC_CHUNK + 1)	/* padded: lanes read different banks */
 
+/* The batch's candidates to recheck: none when it overflowed (it is rerun). */
+__device__ __forceinline__ unsigned int
+batch_candidates(const BruteBatch &b)
+{
+	if (*(volatile unsigned int *) b.overflow != 0)
+		return 0;
+	return min(*(volatile unsigned int *) b.ncand, b.cand_capacity);
+}
+
+/* Position q's row in the caller's numbering (a streamed block's shift added). */
+__device__ __forceinline__ long long
+caller_row(const BruteDev &g, unsigned int q)
+{
+	unsigned int r = g.order[q];
+
+	return (long long) r + (r < g.split_row ? g.shift_lo : g.shift_hi);
+}
+
 template <typename T, bool APPROX>
 __global__ void
 __launch_bounds__(RC_WARPS * WARP)
@@ -694,9 +712,8 @@ recheck_kernel(BruteDev g, BruteBatch b)
 	const int	len = APPROX ? g.dpad : g.d;
 	unsigned int nc;
 
-	if (*(volatile unsigned int *) b.overflow != 0)
-		return;					/* the batch is rerun */
-	nc = min(*(volatile unsigned int *) b.ncand, b.cand_capacity);
+	if ((nc = batch_candidates(b)) == 0)
+		return;
 	for (unsigned int c0 = (blockIdx.x * RC_WARPS + warp) * WARP; c0 < nc;
 		 c0 += gridDim.x * RC_WARPS * WARP)
 	{
@@ -784,11 +801,7 @@ recheck_kernel(BruteDev g, BruteBatch b)
 			s = (double) fmaxf(d2, 0.0f) * g.inv_sigma * g.inv_sigma;
 		}
 		stage_hit(b, st, nst, lane, live && c < nc, p.x, p.y, s,
-				  [&] (unsigned int q) {
-					  unsigned int r = g.order[q];
-
-					  return (long long) r + (r < g.split_row ? g.shift_lo : g.shift_hi);
-				  });
+				  [&] (unsigned int q) { return caller_row(g, q); });
 	}
 	flush_stage(st, nst, b, lane);
 }
@@ -802,12 +815,14 @@ recheck_kernel(BruteDev g, BruteBatch b)
  * spends some fifty (Nsight Compute: issue-bound, a third of its issue
  * slots used, 10 warps an SM).  A lane's loads take whole 128-byte lines
  * back to back, so each line is used up before L1 can lose it.  On an H200
- * it halves the recheck of exact => false (FP16 rows: 0.029 s against
- * 0.064 s at 100,000 x 4,096) but nearly doubles the exact one's (float4
- * rows widened to float8: 0.198 s against 0.111 s), so it serves exact =>
- * false, and the exact recheck with TCJOIN_RECHECK=lane (for measuring).
+ * it halves the recheck of exact => false (FP16 rows: 0.031 s against
+ * 0.064 s at 100,000 x 4,096); software-pipelined (below) it is as fast as
+ * the staged kernel on the exact recheck at d = 4,096 (0.112 s against
+ * 0.111 s) and faster below (0.017 s against 0.023 s at 1,024, 0.006 s
+ * against 0.009 s at 384), so it serves both where rows are 16-byte
+ * aligned; the staged kernel serves the rest.
  */
-#define RC_VEC_LOADS 8
+#define RC_VEC_LOADS 4
 
 /* Element e of a 16-byte vector of E (e known at compile time). */
 template <typename E>
@@ -838,9 +853,8 @@ recheck_vec_kernel(BruteDev g, BruteBatch b)
 	const int	len = APPROX ? g.dpad : g.d;
 	unsigned int nc;
 
-	if (*(volatile unsigned int *) b.overflow != 0)
-		return;					/* the batch is rerun */
-	nc = min(*(volatile unsigned int *) b.ncand, b.cand_capacity);
+	if ((nc = batch_candidates(b)) == 0)
+		return;
 	for (unsigned int c0 = (blockIdx.x * RC_WARPS + warp) * WARP; c0 < nc;
 		 c0 += gridDim.x * RC_WARPS * WARP)
 	{
@@ -857,18 +871,34 @@ recheck_vec_kernel(BruteDev g, BruteBatch b)
 			const E    *ra = x + (APPROX ? (size_t) p.x * g.hpitch : (size_t) g.order[p.x] * g.d);
 			const E    *rb = x + (APPROX ? (size_t) p.y * g.hpitch : (size_t) g.order[p.y] * g.d);
 			int			k = 0;
-
-			for (; k + STEP <= len && (APPROX || s <= g.thr); k += STEP)
-			{
-				uint4		va[RC_VEC_LOADS],
-							vb[RC_VEC_LOADS];
-
+			uint4		va[RC_VEC_LOADS],
+						vb[RC_VEC_LOADS];
+			auto		load = [&] (uint4 (&la)[RC_VEC_LOADS], uint4 (&lb)[RC_VEC_LOADS], int at) {
 #pragma unroll
 				for (int u = 0; u < RC_VEC_LOADS; u++)
 				{
-					va[u] = __ldg((const uint4 *) (ra + k) + u);
-					vb[u] = __ldg((const uint4 *) (rb + k) + u);
+					la[u] = __ldg((const uint4 *) (ra + at) + u);
+					lb[u] = __ldg((const uint4 *) (rb + at) + u);
 				}
+			};
+
+			/*
+			 * Software-pipelined: a step's loads go out before the previous
+			 * step's sums, which form one dependent chain; without that the
+			 * compiler kept a single step's loads in flight (40 registers)
+			 * and the chain's latency stood between them.  On the last step
+			 * the next loads reread this one (no branch, no read past the
+			 * row).  The exit test lags a step: partial sums only grow.
+			 */
+			if (STEP <= len)
+				load(va, vb, 0);
+			while (k + STEP <= len)
+			{
+				const bool	more = k + 2 * STEP <= len;
+				uint4		na[RC_VEC_LOADS],
+							nb[RC_VEC_LOADS];
+
+				load(na, nb, more ? k + STEP : k);
 #pragma unroll
 				for (int u = 0; u < RC_VEC_LOADS; u++)
 #pragma unroll
@@ -885,6 +915,15 @@ recheck_vec_kernel(BruteDev g, BruteBatch b)
 							s = __dadd_rn(s, __dmul_rn(t, t));
 						}
 					}
+				k += STEP;
+				if (!APPROX && s > g.thr)
+					break;
+#pragma unroll
+				for (int u = 0; u < RC_VEC_LOADS; u++)
+				{
+					va[u] = na[u];
+					vb[u] = nb[u];
+				}
 			}
 			for (; k < len && (APPROX || s <= g.thr); k++)
 			{
@@ -909,11 +948,7 @@ recheck_vec_kernel(BruteDev g, BruteBatch b)
 				hit = s <= g.thr;	/* partial sums only grow: a stop past thr rejects */
 		}
 		stage_hit(b, st, nst, lane, hit, p.x, p.y, s,
-				  [&] (unsigned int q) {
-					  unsigned int r = g.order[q];
-
-					  return (long long) r + (r < g.split_row ? g.shift_lo : g.shift_hi);
-				  });
+				  [&] (unsigned int q) { return caller_row(g, q); });
 	}
 	flush_stage(st, nst, b, lane);
 }
@@ -1884,7 +1919,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	unsigned int *d_meta[2],
 			   *h_meta[2];		/* pair count, overflow, candidate count */
 	uint2	   *d_cand[2];
-	unsigned long long *d_cnt;	/* candidates, rechecked, queue x 2 */
+	unsigned long long *d_cnt,	/* queue x 2, then (candidates, rechecked) x 2 */
+			   *h_cnt;			/* (candidates, rechecked) x 2: a batch's, read when kept */
 
 	/* Squares of tiles, numbered row by row over their upper triangle: for the largest set. */
 	const unsigned long long nt_max = B > 0 ? 2ull * B / BT : npad / BT;
@@ -1909,22 +1945,28 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			(st = host_alloc(g, (void **) &h_meta[i], sizeof(unsigned int) * 3, cudaHostAllocDefault, err)) != TC_OK)
 			return st;
 	}
-	if ((st = dev_alloc(g, (void **) &d_cnt, sizeof(*d_cnt) * 4, err)) != TC_OK ||
+	if ((st = dev_alloc(g, (void **) &d_cnt, sizeof(*d_cnt) * 6, err)) != TC_OK ||
+		(st = host_alloc(g, (void **) &h_cnt, sizeof(*h_cnt) * 4, cudaHostAllocDefault, err)) != TC_OK ||
 		(st = get_ring(g, err)) != TC_OK)
 		return st;
 	stats->index_seconds = tc_now() - t0;
 
 	/*
-	 * The recheck's kernel: a lane a candidate for exact => false (the FP16
-	 * rows are 16-byte aligned), the staged one for the exact sum
-	 * (recheck_vec_kernel says why).  TCJOIN_RECHECK=lane or staged forces
-	 * one, for comparison; the lane kernel needs 16-byte aligned rows.
+	 * The recheck's kernel: a lane a candidate where rows are 16-byte
+	 * aligned (the FP16 rows of exact => false always are), the staged one
+	 * otherwise (recheck_vec_kernel says why).  TCJOIN_RECHECK=staged
+	 * forces the staged one, for comparison.
 	 */
 	const bool	rows16 = (size_t) d * (a->type == TC_FLOAT4 ? 4 : 8) % 16 == 0;
 	const char *rc_force = getenv("TCJOIN_RECHECK");
-	const bool	rc_vec = rc_force == NULL ? bd.approx :
-		strcmp(rc_force, "lane") == 0 ? bd.approx || rows16 :
-		strcmp(rc_force, "staged") == 0 ? false : bd.approx;
+	const bool	rc_vec = (bd.approx || rows16) && !(rc_force && strcmp(rc_force, "staged") == 0);
+	/*
+	 * Batches one at a time: with two on the GPU (TCJOIN_BATCH_DEPTH=2,
+	 * for comparison), one's recheck beside the next one's tile kernel,
+	 * the join was slower on an H200 (0.194 s against 0.177 s at 100,000 x
+	 * 4,096): the recheck takes issue slots and L1 from the tile kernel.
+	 */
+	const int	batch_depth = getenv("TCJOIN_BATCH_DEPTH") ? atoi(getenv("TCJOIN_BATCH_DEPTH")) : 1;
 	/* Dynamic shared memory past the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
 	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
@@ -1970,7 +2012,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		stats->gpu_kernel = wgmma ? "wgmma" : "mma.sync";
 	}
 	/* Counters cleared (the probe used them) before either stream's first batch. */
-	CHECK(cudaMemsetAsync(d_cnt, 0, sizeof(*d_cnt) * 4, g->stream[0]));
+	CHECK(cudaMemsetAsync(d_cnt, 0, sizeof(*d_cnt) * 6, g->stream[0]));
 	CHECK(cudaStreamSynchronize(g->stream[0]));
 
 	double		t1 = tc_now();
@@ -2060,7 +2102,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				bb.list = d_list;
 				bb.lo = lo;
 				bb.hi = hi;
-				bb.queue = d_cnt + 2 + cur;
+				bb.queue = d_cnt + cur;
 				bb.pairs = d_pairs[cur];
 				bb.capacity = capacity;
 				bb.count = d_meta[cur];
@@ -2068,11 +2110,12 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				bb.ncand = d_meta[cur] + 2;
 				bb.cand = d_cand[cur];
 				bb.cand_capacity = capacity;
-				bb.candidates = d_cnt;
-				bb.rechecked = d_cnt + 1;
+				bb.candidates = d_cnt + 2 + 2 * cur;
+				bb.rechecked = d_cnt + 3 + 2 * cur;
 				bb.abort = g->d_abort;
 				CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 3, s));
-				CHECK(cudaMemsetAsync(d_cnt + 2 + cur, 0, sizeof(*d_cnt), s));
+				CHECK(cudaMemsetAsync(d_cnt + cur, 0, sizeof(*d_cnt), s));
+				CHECK(cudaMemsetAsync(d_cnt + 2 + 2 * cur, 0, sizeof(*d_cnt) * 2, s));
 				CHECK(cudaEventRecord(g->kev[cur][0], s));
 				if (wgmma)
 				{
@@ -2101,11 +2144,20 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				CHECK(cudaEventRecord(g->kev[cur][1], s));
 				CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 3,
 									  cudaMemcpyDeviceToHost, s));
+				CHECK(cudaMemcpyAsync(h_cnt + 2 * cur, d_cnt + 2 + 2 * cur, sizeof(*h_cnt) * 2,
+									  cudaMemcpyDeviceToHost, s));
 				return TC_OK;
+			};
+			/* a batch's counts, once: not those of a batch dropped and rerun */
+			auto		kept = [&] (int cur) {
+				stats->candidates += h_cnt[2 * cur];
+				if (!bd.approx)	/* approximate: nothing rechecked */
+					stats->rechecked += h_cnt[2 * cur + 1];
 			};
 
 			g->kev_recheck = true;
-			st = run_batches(g, ntp, d_pairs, h_meta, rate, next, launch, "tile", sink, stats, err, 2);
+			st = run_batches(g, ntp, d_pairs, h_meta, rate, next, launch, "tile", sink, stats, err, 2,
+							 batch_depth, kept);
 			g->kev_recheck = false;
 			if (st != TC_OK)
 				return st;
@@ -2148,13 +2200,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				dev_free(g, d_cen);
 				dev_free(g, d_rad);
 			}
-	{
-		unsigned long long cnt[2] = {0, 0};
-
-		CHECK(cudaMemcpy(cnt, d_cnt, sizeof(cnt), cudaMemcpyDeviceToHost));
-		stats->candidates = cnt[0];
-		stats->rechecked = bd.approx ? 0 : cnt[1];	/* approximate: nothing rechecked */
-	}
 	stats->join_seconds = tc_now() - t1;
 	return TC_OK;
 }

@@ -850,7 +850,8 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 	PairDev    *d_pairs[2];
 	unsigned int *d_meta[2],
 			   *h_meta[2];		/* count, overflow, queue */
-	unsigned long long *d_cand;
+	unsigned long long *d_cand,
+			   *h_cand;
 
 	for (int i = 0; i < 2; i++)
 	{
@@ -861,9 +862,10 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 	}
 	if ((st = get_ring(g, err)) != TC_OK)
 		return st;
-	if ((st = dev_alloc(g, (void **) &d_cand, sizeof(*d_cand) * 2, err)) != TC_OK)
+	/* (candidates, rechecked) for each stream's batch, read when it is kept */
+	if ((st = dev_alloc(g, (void **) &d_cand, sizeof(*d_cand) * 4, err)) != TC_OK ||
+		(st = host_alloc(g, (void **) &h_cand, sizeof(*h_cand) * 4, cudaHostAllocDefault, err)) != TC_OK)
 		return st;
-	CHECK(cudaMemset(d_cand, 0, sizeof(*d_cand) * 2));
 	stats->index_seconds = tc_now() - t0;
 
 	/* The batches. */
@@ -914,10 +916,11 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 		bd.queue = d_meta[cur] + 2;
 		bd.pairs = d_pairs[cur];
 		bd.capacity = capacity;
-		bd.candidates = d_cand;
-		bd.rechecked = d_cand + 1;
+		bd.candidates = d_cand + 2 * cur;
+		bd.rechecked = d_cand + 2 * cur + 1;
 		bd.abort = g->d_abort;
 		CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 4, s));
+		CHECK(cudaMemsetAsync(d_cand + 2 * cur, 0, sizeof(*d_cand) * 2, s));
 		CHECK(cudaEventRecord(g->kev[cur][0], s));
 		if (!tc)
 			join_kernel<<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
@@ -935,19 +938,20 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 		CHECK(cudaEventRecord(g->kev[cur][1], s));
 		CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 4,
 							  cudaMemcpyDeviceToHost, s));
+		CHECK(cudaMemcpyAsync(h_cand + 2 * cur, d_cand + 2 * cur, sizeof(*h_cand) * 2,
+							  cudaMemcpyDeviceToHost, s));
 		return TC_OK;
+	};
+	/* a batch's counts, once: not those of a batch dropped and rerun */
+	auto		kept = [&] (int cur) {
+		stats->candidates += h_cand[2 * cur];
+		if (tc)
+			stats->rechecked += h_cand[2 * cur + 1];
 	};
 
 	if ((st = run_batches(g, nitems, d_pairs, h_meta, rate, next, launch, "work item",
-						  sink, stats, err)) != TC_OK)
+						  sink, stats, err, 0, 1, kept)) != TC_OK)
 		return st;
-	{
-		unsigned long long cnt[2] = {0, 0};
-
-		CHECK(cudaMemcpy(cnt, d_cand, sizeof(cnt), cudaMemcpyDeviceToHost));
-		stats->candidates = cnt[0];
-		stats->rechecked = tc ? cnt[1] : 0;
-	}
 	stats->join_seconds = tc_now() - t1;
 	return TC_OK;
 }

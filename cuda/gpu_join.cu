@@ -120,6 +120,8 @@ tc_gpu_join_free(TcGpuJoin *g)
 		cudaEventDestroy(g->ring_ev[i]);
 	for (int i = 0; i < g->nkev; i++)
 		cudaEventDestroy(g->kev[i / 3][i % 3]);
+	if (g->have_kev_base)
+		cudaEventDestroy(g->kev_base);
 	if (g->ring_cached)
 		ring_cache_busy.store(0);
 	for (int i = 0; i < g->ndev; i++)
@@ -365,6 +367,8 @@ gpu_join_begin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params
 		CHECK(cudaEventCreate(&g->kev[i / 3][i % 3]));
 		g->nkev++;
 	}
+	CHECK(cudaEventCreate(&g->kev_base));
+	g->have_kev_base = true;
 	CHECK(cudaStreamCreateWithFlags(&g->abort_stream, cudaStreamNonBlocking));
 	g->have_abort_stream = true;
 	if ((st = host_alloc(g, (void **) &g->h_abort, sizeof(int), cudaHostAllocDefault, err)) != TC_OK ||

@@ -135,15 +135,19 @@ typedef struct TcJoinStats
 	int			grid_dims;		/* dimensions indexed (grid only) */
 	int			grid_dim_ids[8];	/* which dimensions, 0-based */
 	int64_t		cells;			/* non-empty grid cells */
-	uint64_t	candidates;		/* pairs whose distance was evaluated */
+	uint64_t	candidates;		/* pairs whose distance was evaluated (a GPU
+								 * batch rerun after an overflow counts once) */
 	uint64_t	rechecked;		/* candidates a filter kept for the exact sum */
 	uint64_t	pairs;			/* pairs emitted */
 	double		index_seconds;	/* building the index (or blocks) */
 	double		join_seconds;	/* from first work to last pair emitted */
 	/* GPU joins: where the join phase's time went. */
 	int64_t		gpu_batches;	/* kernel launches, reruns included */
-	double		gpu_kernel_seconds; /* the kernels, by device events */
-	double		gpu_recheck_seconds;	/* FP16 brute force: of those, the exact recheck's */
+	double		gpu_kernel_seconds; /* the kernels, by device events (two
+									 * batches at once count once) */
+	/* FP16 brute force: of those, the time the exact recheck adds (not the
+	 * part that runs beside the next batch's tensor-core kernel) */
+	double		gpu_recheck_seconds;
 	double		gpu_wait_seconds;	/* the host waiting for kernels */
 	double		gpu_drain_seconds;	/* pairs copied to the host and emitted */
 	/* GPU brute force: tile pairs of the triangle, and those pruning kept. */

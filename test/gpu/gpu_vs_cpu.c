@@ -675,6 +675,29 @@ small_buffer(void)
 			report(same_pairs(&c1, &c2) && s2.gpu_batches > 1,
 				   "result buffer of one tile, FP16 brute force: cpu %zu pairs, gpu %zu pairs, %lld batches",
 				   c1.n, c2.n, (long long) s2.gpu_batches);
+
+		/*
+		 * Batches dropped on overflow and rerun count once: the counts of
+		 * candidates and rechecked pairs are those of the join whose
+		 * buffer holds everything.
+		 */
+		{
+			Collect		c3 = {0};
+			TcJoinStats s3;
+
+			gb.gpu_result_pairs = 0;
+			if (run(&q, gb, &c3, &s3, &e) != TC_OK)
+				report(0, "FP16 brute force, default buffer: %s", e.message);
+			else
+				report(s3.gpu_batches < s2.gpu_batches && s2.candidates == s3.candidates &&
+					   s2.rechecked == s3.rechecked && s2.rechecked > 0,
+					   "with reruns, the same counts: candidates %llu and %llu, rechecked %llu and %llu "
+					   "(%lld and %lld batches)",
+					   (unsigned long long) s2.candidates, (unsigned long long) s3.candidates,
+					   (unsigned long long) s2.rechecked, (unsigned long long) s3.rechecked,
+					   (long long) s2.gpu_batches, (long long) s3.gpu_batches);
+			free(c3.pairs);
+		}
 		free(c1.pairs);
 		free(c2.pairs);
 		free(y);
@@ -803,6 +826,35 @@ brute_cases(bool quick, double seconds, double start)
 		free(x);
 	}
 
+	/*
+	 * Rows shorter than one step of the recheck's loads (16 float4 or 8
+	 * float8 values) and rows with a remainder past whole steps: the
+	 * recheck's tails.
+	 */
+	{
+		static const int fdims[] = {4, 8, 12, 20};
+		static const int ddims[] = {2, 4, 6, 10};
+
+		for (size_t i = 0; i < 4; i++)
+		{
+			int64_t		n = 6000;
+			float	   *x = make_points("uniform", n, fdims[i]);
+			double	   *x8;
+
+			compare_case("uniform", n, fdims[i], eps_for(x, 5000, fdims[i], 16), false,
+						 TC_METHOD_BRUTE, x, TC_FLOAT4);
+			free(x);
+			x = make_points("uniform", n, ddims[i]);
+			x8 = malloc(sizeof(double) * n * ddims[i]);
+			for (int64_t j = 0; j < n * ddims[i]; j++)
+				x8[j] = (double) x[j] + unit() * 1e-9;
+			compare_case("uniform", n, ddims[i], eps_for(x, 5000, ddims[i], 16), false,
+						 TC_METHOD_BRUTE, x8, TC_FLOAT8);
+			free(x8);
+			free(x);
+		}
+	}
+
 	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
 		for (size_t ki = 0; ki < sizeof(kinds) / sizeof(kinds[0]); ki++)
 		{
@@ -843,6 +895,7 @@ int
 main(int argc, char **argv)
 {
 	bool		quick = false;
+	bool		brute_only = false;	/* the brute-force and approximate cases alone */
 	double		seconds = 0;
 	double		start;
 	uint64_t	seed = (uint64_t) time(NULL);
@@ -854,6 +907,8 @@ main(int argc, char **argv)
 	{
 		if (strcmp(argv[i], "--quick") == 0)
 			quick = true;
+		else if (strcmp(argv[i], "--brute-only") == 0)
+			brute_only = true;
 		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
 			seconds = atof(argv[++i]);
 		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
@@ -867,6 +922,14 @@ main(int argc, char **argv)
 		return 1;
 	}
 
+	if (brute_only)
+	{
+		small_buffer();
+		approx_cases();
+		streamed_cases();
+		brute_cases(quick, seconds, tc_now());
+		goto out;
+	}
 	small_buffer();
 	failure_modes();
 	approx_cases();

@@ -4,7 +4,10 @@
 # in .device/).  Builds and installs the extension with its CUDA back ends,
 # runs the whole pg_regress suite with tcjoin.device = gpu (same expected
 # files as the CPU run), then the GPU-against-CPU exactness stress and the
-# GPU failure modes, each with tensor cores off and on, then engine
+# GPU failure modes, each with tensor cores off and on (and the brute-force
+# cases again with the staged recheck kernel, TCJOIN_RECHECK=staged, and
+# with two batches on the GPU at once, TCJOIN_BATCH_DEPTH=2,
+# RECHECK_SECONDS each), then engine
 # benchmarks of the GPU paths (and with --sql, the same join through
 # PostgreSQL against its floors).
 #   test/gpu/run.sh [--quick] [--no-regress] [--no-stress] [--no-bench] [--no-grid-bench] [--sql]
@@ -73,6 +76,14 @@ if [ -n "$STRESS" ]; then
         -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
     timeout 400 "$OUT/gpu_vs_cpu" $QUICK --seconds "${STRESS_SECONDS:-200}" | tee "$OUT/gpu_vs_cpu.log"
     add_counts "$OUT/gpu_vs_cpu.log"
+    # The staged recheck kernel (the default where rows are not 16-byte
+    # aligned), and two batches on the GPU at once, so that every way stays right.
+    for setting in TCJOIN_RECHECK=staged TCJOIN_BATCH_DEPTH=2; do
+        echo "== GPU against CPU, brute force with $setting"
+        env "$setting" timeout 200 "$OUT/gpu_vs_cpu" --quick --brute-only --seconds "${RECHECK_SECONDS:-40}" \
+            | tee "$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | tr '=A-Z_' '-a-z-').log"
+        add_counts "$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | tr '=A-Z_' '-a-z-').log"
+    done
 fi
 
 if [ -n "$BENCH" ]; then
@@ -110,6 +121,9 @@ if [ -n "$BENCH" ]; then
         # the same on the mma.sync kernel (Hopper's own runs wgmma), and approximate (exact off)
         TCJOIN_BRUTE_KERNEL=mma $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --exact off --sink count --reps 3
+        # the staged recheck kernel; two batches on the GPU at once (a recheck beside the next tile kernel)
+        TCJOIN_RECHECK=staged $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
+        TCJOIN_BATCH_DEPTH=2 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
     done
     echo "== the issue's end-to-end figure: 1,000,000 x 128, about 64 neighbours"
     $B --gen gauss --n 1000000 --d 128 --neighbours 64 --method brute --device gpu --sink count --reps 3
