@@ -809,6 +809,35 @@ recheck_kernel(BruteDev g, BruteBatch b)
 #define RC_SMEM(T) (RC_WARPS * 2 * WARP * RC_ROW * (int) sizeof(T))
 
 /*
+ * The batch's candidates grouped by their first point (a counting sort:
+ * count, scan, scatter), so that the lanes of a warp in recheck_vec_kernel
+ * mostly share that row: its loads come to one line for the warp where
+ * there were 32 (about 40 candidates a point at 64 neighbours), half the
+ * lines the recheck reads.
+ */
+__global__ void
+cand_count_kernel(BruteBatch b, unsigned int *count)
+{
+	const unsigned int nc = batch_candidates(b);
+
+	for (unsigned int c = blockIdx.x * blockDim.x + threadIdx.x; c < nc; c += gridDim.x * blockDim.x)
+		atomicAdd(&count[b.cand[c].x], 1u);
+}
+
+__global__ void
+cand_scatter_kernel(BruteBatch b, unsigned int *offset, uint2 *out)
+{
+	const unsigned int nc = batch_candidates(b);
+
+	for (unsigned int c = blockIdx.x * blockDim.x + threadIdx.x; c < nc; c += gridDim.x * blockDim.x)
+	{
+		const uint2 p = b.cand[c];
+
+		out[atomicAdd(&offset[p.x], 1u)] = p;
+	}
+}
+
+/*
  * The same decision, a lane per candidate walking its own two rows in
  * 16-byte loads, RC_VEC_LOADS of each row in flight: no shared memory, no
  * shuffles, a few instructions a coordinate where the staged kernel above
@@ -1918,7 +1947,11 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	PairDev    *d_pairs[2];
 	unsigned int *d_meta[2],
 			   *h_meta[2];		/* pair count, overflow, candidate count */
-	uint2	   *d_cand[2];
+	uint2	   *d_cand[2],
+			   *d_grouped[2];	/* the candidates grouped by first point */
+	unsigned int *d_group[2];	/* per position: count, then offset */
+	void	   *d_gscan[2];
+	size_t		gscan_bytes = 0;
 	unsigned long long *d_cnt,	/* queue x 2, then (candidates, rechecked) x 2 */
 			   *h_cnt;			/* (candidates, rechecked) x 2: a batch's, read when kept */
 
@@ -1960,6 +1993,34 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	const bool	rows16 = (size_t) d * (a->type == TC_FLOAT4 ? 4 : 8) % 16 == 0;
 	const char *rc_force = getenv("TCJOIN_RECHECK");
 	const bool	rc_vec = (bd.approx || rows16) && !(rc_force && strcmp(rc_force, "staged") == 0);
+	/*
+	 * The lane kernel's candidates grouped by first point (cand_count_kernel)
+	 * where memory allows: a second candidate buffer and two words a
+	 * position, per stream.  Streamed (the points did not fit), under a
+	 * tight tcjoin.gpu_memory_limit, or with TCJOIN_RECHECK_GROUP=0 (for
+	 * comparison), they stay as they came.  On an H200 it took the exact
+	 * recheck from 0.112 s to 0.092 s at 100,000 x 4,096.
+	 */
+	bool		group = rc_vec && B == 0 &&
+		!(getenv("TCJOIN_RECHECK_GROUP") && strcmp(getenv("TCJOIN_RECHECK_GROUP"), "0") == 0);
+
+	if (group)
+	{
+		const size_t need = 2 * (sizeof(uint2) * capacity + sizeof(unsigned int) * 2 * nt_max * BT);
+		size_t		free_b = 0,
+					total_b = 0;
+
+		CHECK(cub::DeviceScan::ExclusiveSum(NULL, gscan_bytes, (unsigned int *) NULL, (unsigned int *) NULL,
+											(int) (nt_max * BT), g->stream[0]));
+		CHECK(cudaMemGetInfo(&free_b, &total_b));
+		group = g->limit > 0 ? g->used + need + 2 * gscan_bytes + (64 << 10) <= g->limit :
+			need + 2 * gscan_bytes + (256 << 20) <= free_b;
+		for (int i = 0; i < 2 && group; i++)
+			if ((st = dev_alloc(g, (void **) &d_grouped[i], sizeof(uint2) * capacity, err)) != TC_OK ||
+				(st = dev_alloc(g, (void **) &d_group[i], sizeof(unsigned int) * 2 * nt_max * BT, err)) != TC_OK ||
+				(st = dev_alloc(g, &d_gscan[i], std::max(gscan_bytes, (size_t) 16), err)) != TC_OK)
+				return st;
+	}
 	/*
 	 * Batches one at a time: with two on the GPU (TCJOIN_BATCH_DEPTH=2,
 	 * for comparison), one's recheck beside the next one's tile kernel,
@@ -2128,6 +2189,19 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 					brute_kernel<<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
 				CHECK(cudaGetLastError());
 				CHECK(cudaEventRecord(g->kev[cur][2], s));
+				if (group)
+				{
+					const int	rows = (int) (bd.ntiles * BT);
+					unsigned int *offset = d_group[cur] + nt_max * BT;
+
+					CHECK(cudaMemsetAsync(d_group[cur], 0, sizeof(unsigned int) * rows, s));
+					cand_count_kernel<<<sms * 4, 256, 0, s>>>(bb, d_group[cur]);
+					CHECK(cudaGetLastError());
+					CHECK(cub::DeviceScan::ExclusiveSum(d_gscan[cur], gscan_bytes, d_group[cur], offset, rows, s));
+					cand_scatter_kernel<<<sms * 4, 256, 0, s>>>(bb, offset, d_grouped[cur]);
+					CHECK(cudaGetLastError());
+					bb.cand = d_grouped[cur];
+				}
 				if (rc_vec && bd.approx)
 					recheck_vec_kernel<float, true><<<sms * 8, RC_WARPS * WARP, 0, s>>>(bd, bb);
 				else if (rc_vec && a->type == TC_FLOAT4)
