@@ -1315,6 +1315,172 @@ tma_tile(unsigned int dst, const CUtensorMap *tm, int k, int row, unsigned int b
 }
 #endif
 
+/*
+ * The recheck with the second rows moved by bulk copies (sm_90a; chosen by
+ * TCJOIN_RECHECK=bulk, for measuring).  In recheck_vec_kernel each
+ * 16-byte load of a warp touches 32 lines, one per lane's second row,
+ * through the load/store unit and its miss tracking; here each lane has the
+ * copy engine bring its second row RB_CHUNK bytes at a time into its own
+ * slot of shared memory, the next chunk in flight while it sums this one,
+ * and reads the first row (shared by most of the warp once candidates are
+ * grouped) as before.  The sums are the lane kernel's, in the same order.
+ */
+#define RB_CHUNK 256			/* bytes of a second row a copy brings */
+#define RB_SLOT (RB_CHUNK + 16) /* slots 16 bytes apart mod 128: 16-byte reads without bank conflicts */
+#define RB_SMEM (RC_WARPS * 2 * WARP * RB_SLOT + RC_WARPS * 2 * 8)
+
+#ifdef TC_HAVE_WGMMA
+/* bytes [src, src + bytes) into shared memory at dst, completing on bar */
+__device__ __forceinline__ void
+bulk_copy(unsigned int dst, const void *src, unsigned int bytes, unsigned int bar)
+{
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+				 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+#endif
+
+template <typename T, bool APPROX>
+__global__ void
+__launch_bounds__(RC_WARPS * WARP)
+recheck_bulk_kernel(BruteDev g, BruteBatch b)
+{
+#ifdef TC_HAVE_WGMMA
+	typedef typename std::conditional<APPROX, __half, T>::type E;
+	constexpr int VEC = 16 / sizeof(E);
+	constexpr int CE = RB_CHUNK / (int) sizeof(E);	/* elements a chunk */
+	extern __shared__ __align__(128) unsigned char rb_smem[];
+	__shared__ Stage stages[RC_WARPS];
+	const int	lane = threadIdx.x % WARP;
+	const int	warp = threadIdx.x / WARP;
+	Stage	   &st = stages[warp];
+	int			nst = 0;
+	const E    *x = APPROX ? (const E *) g.h : (const E *) g.x;
+	const int	len = APPROX ? g.dpad : g.d;
+	const int	nchunks = (len + CE - 1) / CE;
+	/* this lane's slot for chunks j % 2 == 0 (the other WARP slots on), the warp's two barriers */
+	unsigned char *const slot0 = rb_smem + (warp * 2 * WARP + lane) * RB_SLOT;
+	const unsigned int bar0 = (unsigned int) __cvta_generic_to_shared(rb_smem + RC_WARPS * 2 * WARP * RB_SLOT) +
+		warp * 2 * 8;
+	unsigned int ph = 0;		/* bit i: the parity barrier i waits for next */
+	unsigned int nc;
+
+	auto		slot = [&] (int j) { return slot0 + (j & 1) * WARP * RB_SLOT; };
+	auto		wait = [&] (int j) {
+		mbar_wait(bar0 + (j & 1) * 8, (ph >> (j & 1)) & 1);
+		ph ^= 1u << (j & 1);
+	};
+
+	if ((nc = batch_candidates(b)) == 0)
+		return;
+	if (lane == 0)
+	{
+		mbar_init(bar0, WARP);
+		mbar_init(bar0 + 8, WARP);
+	}
+	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+	__syncwarp();
+
+	for (unsigned int c0 = (blockIdx.x * RC_WARPS + warp) * WARP; c0 < nc;
+		 c0 += gridDim.x * RC_WARPS * WARP)
+	{
+		const unsigned int c = c0 + lane;
+		const bool	live = c < nc;
+		const uint2 p = live ? b.cand[c] : make_uint2(0, 0);
+		const E    *ra = x + (APPROX ? (size_t) p.x * g.hpitch : (size_t) g.order[p.x] * g.d);
+		const E    *rb = x + (APPROX ? (size_t) p.y * g.hpitch : (size_t) g.order[p.y] * g.d);
+		double		s = 0.0;
+		float		dot = 0.0f;
+		bool		done = !live;
+		bool		hit = false;
+
+		/*
+		 * Chunk j of the second row into slot j % 2: every lane arrives on
+		 * the barrier, announcing its bytes (none once it is done), so the
+		 * phase completes when the warp's copies have landed.
+		 */
+		auto		issue = [&] (int j) {
+			const int	k0 = j * CE;
+			const unsigned int bytes = done ? 0 : (unsigned int) (min(CE, len - k0) * (int) sizeof(E));
+
+			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");	/* after our reads of the slot */
+			mbar_expect(bar0 + (j & 1) * 8, bytes);
+			if (bytes > 0)
+				bulk_copy((unsigned int) __cvta_generic_to_shared(slot(j)), rb + k0, bytes,
+						  bar0 + (j & 1) * 8);
+		};
+
+		issue(0);
+		for (int j = 0; j < nchunks; j++)
+		{
+			const int	k0 = j * CE;
+			const int	k1 = min(len, k0 + CE);
+
+			const int	nv = (k1 - k0) / VEC;	/* 16-byte vectors in this chunk */
+			uint4		va[RB_CHUNK / 16];
+
+			if (j + 1 < nchunks)
+				issue(j + 1);
+			/* the first row's chunk: its loads out before the wait, all at once */
+#pragma unroll
+			for (int v = 0; v < RB_CHUNK / 16; v++)
+				if (!done && v < nv)
+					va[v] = __ldg((const uint4 *) (ra + k0) + v);
+			wait(j);
+			if (!done)
+			{
+				const uint4 *sb = (const uint4 *) slot(j);
+
+#pragma unroll
+				for (int v = 0; v < RB_CHUNK / 16; v++)
+				{
+					if (v >= nv)
+						break;
+
+					const uint4 vb = sb[v];
+
+#pragma unroll
+					for (int e = 0; e < VEC; e++)
+					{
+						if (APPROX)
+							dot = __fadd_rn(dot, __fmul_rn(__half2float(vec_elem<__half>(va[v], e)),
+														   __half2float(vec_elem<__half>(vb, e))));
+						else
+						{
+							double		t = __dsub_rn((double) vec_elem<E>(va[v], e),
+													  (double) vec_elem<E>(vb, e));
+
+							s = __dadd_rn(s, __dmul_rn(t, t));
+						}
+					}
+				}
+				if (!APPROX && s > g.thr)
+					done = true;	/* partial sums only grow: rejected */
+			}
+			if (__all_sync(FULL_MASK, done || j + 1 == nchunks))
+			{
+				/* the chunk in flight lands before its slot and barrier serve again */
+				if (j + 1 < nchunks)
+					wait(j + 1);
+				break;
+			}
+		}
+		if (live && APPROX)
+		{
+			/* the filter decided; dist from |h_a|^2 + |h_b|^2 - 2 dot, in float4 */
+			float		d2 = 2.0f * (g.q[p.x] + g.q[p.y] - dot);
+
+			s = (double) fmaxf(d2, 0.0f) * g.inv_sigma * g.inv_sigma;
+			hit = true;
+		}
+		else if (live)
+			hit = s <= g.thr;
+		stage_hit(b, st, nst, lane, hit, p.x, p.y, s,
+				  [&] (unsigned int q) { return caller_row(g, q); });
+	}
+	flush_stage(st, nst, b, lane);
+#endif
+}
+
 /* 1 iff this device runs brute_wgmma_kernel's code (not an empty PTX body). */
 __global__ void
 wgmma_probe_kernel(int *out)
@@ -2072,6 +2238,26 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		per_sm = std::max(per_sm, 1);
 		stats->gpu_kernel = wgmma ? "wgmma" : "mma.sync";
 	}
+
+	/*
+	 * TCJOIN_RECHECK=bulk: the lane kernel's work with the second rows
+	 * brought by bulk copies (recheck_bulk_kernel), where this build runs
+	 * Hopper's code; for measuring.
+	 */
+	const bool	rc_bulk = rc_vec && wgmma && rc_force && strcmp(rc_force, "bulk") == 0;
+	unsigned int rb_blocks = 0;
+
+	if (rc_bulk)
+	{
+		int			rb_per_sm = 0;
+
+		CHECK(cudaFuncSetAttribute(recheck_bulk_kernel<float, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, RB_SMEM));
+		CHECK(cudaFuncSetAttribute(recheck_bulk_kernel<float, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, RB_SMEM));
+		CHECK(cudaFuncSetAttribute(recheck_bulk_kernel<double, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, RB_SMEM));
+		CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&rb_per_sm, recheck_bulk_kernel<float, false>,
+															RC_WARPS * WARP, RB_SMEM));
+		rb_blocks = (unsigned int) (sms * std::max(rb_per_sm, 1));
+	}
 	/* Counters cleared (the probe used them) before either stream's first batch. */
 	CHECK(cudaMemsetAsync(d_cnt, 0, sizeof(*d_cnt) * 6, g->stream[0]));
 	CHECK(cudaStreamSynchronize(g->stream[0]));
@@ -2202,7 +2388,13 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 					CHECK(cudaGetLastError());
 					bb.cand = d_grouped[cur];
 				}
-				if (rc_vec && bd.approx)
+				if (rc_bulk && bd.approx)
+					recheck_bulk_kernel<float, true><<<rb_blocks, RC_WARPS * WARP, RB_SMEM, s>>>(bd, bb);
+				else if (rc_bulk && a->type == TC_FLOAT4)
+					recheck_bulk_kernel<float, false><<<rb_blocks, RC_WARPS * WARP, RB_SMEM, s>>>(bd, bb);
+				else if (rc_bulk)
+					recheck_bulk_kernel<double, false><<<rb_blocks, RC_WARPS * WARP, RB_SMEM, s>>>(bd, bb);
+				else if (rc_vec && bd.approx)
 					recheck_vec_kernel<float, true><<<sms * 8, RC_WARPS * WARP, 0, s>>>(bd, bb);
 				else if (rc_vec && a->type == TC_FLOAT4)
 					recheck_vec_kernel<float, false><<<sms * 8, RC_WARPS * WARP, 0, s>>>(bd, bb);
