@@ -917,7 +917,7 @@ recheck_vec_kernel(BruteDev g, BruteBatch b)
 			 * compiler kept a single step's loads in flight (40 registers)
 			 * and the chain's latency stood between them.  On the last step
 			 * the next loads reread this one (no branch, no read past the
-			 * row).  The exit test lags a step: partial sums only grow.
+			 * row).  A stop past thr leaves the next step's loads unused.
 			 */
 			if (STEP <= len)
 				load(va, vb, 0);
@@ -2114,9 +2114,9 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	unsigned int *d_meta[2],
 			   *h_meta[2];		/* pair count, overflow, candidate count */
 	uint2	   *d_cand[2],
-			   *d_grouped[2];	/* the candidates grouped by first point */
-	unsigned int *d_group[2];	/* per position: count, then offset */
-	void	   *d_gscan[2];
+			   *d_grouped[2] = {NULL, NULL};	/* the candidates grouped by first point */
+	unsigned int *d_group[2] = {NULL, NULL};	/* per position: count, then offset */
+	void	   *d_gscan[2] = {NULL, NULL};
 	size_t		gscan_bytes = 0;
 	unsigned long long *d_cnt,	/* queue x 2, then (candidates, rechecked) x 2 */
 			   *h_cnt;			/* (candidates, rechecked) x 2: a batch's, read when kept */
@@ -2170,23 +2170,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	bool		group = rc_vec && B == 0 &&
 		!(getenv("TCJOIN_RECHECK_GROUP") && strcmp(getenv("TCJOIN_RECHECK_GROUP"), "0") == 0);
 
-	if (group)
-	{
-		const size_t need = 2 * (sizeof(uint2) * capacity + sizeof(unsigned int) * 2 * nt_max * BT);
-		size_t		free_b = 0,
-					total_b = 0;
-
-		CHECK(cub::DeviceScan::ExclusiveSum(NULL, gscan_bytes, (unsigned int *) NULL, (unsigned int *) NULL,
-											(int) (nt_max * BT), g->stream[0]));
-		CHECK(cudaMemGetInfo(&free_b, &total_b));
-		group = g->limit > 0 ? g->used + need + 2 * gscan_bytes + (64 << 10) <= g->limit :
-			need + 2 * gscan_bytes + (256 << 20) <= free_b;
-		for (int i = 0; i < 2 && group; i++)
-			if ((st = dev_alloc(g, (void **) &d_grouped[i], sizeof(uint2) * capacity, err)) != TC_OK ||
-				(st = dev_alloc(g, (void **) &d_group[i], sizeof(unsigned int) * 2 * nt_max * BT, err)) != TC_OK ||
-				(st = dev_alloc(g, &d_gscan[i], std::max(gscan_bytes, (size_t) 16), err)) != TC_OK)
-				return st;
-	}
 	/*
 	 * Batches one at a time: with two on the GPU (TCJOIN_BATCH_DEPTH=2,
 	 * for comparison), one's recheck beside the next one's tile kernel,
@@ -2263,7 +2246,12 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	CHECK(cudaStreamSynchronize(g->stream[0]));
 
 	double		t1 = tc_now();
-	double		rate = 1.0;
+	/*
+	 * Pairs per tile pair, as a share of all, that the first batch is
+	 * sized for.  TCJOIN_BATCH_RATE sets it, for tests: a tiny one makes
+	 * the first batches overflow and be rerun.
+	 */
+	double		rate = getenv("TCJOIN_BATCH_RATE") ? atof(getenv("TCJOIN_BATCH_RATE")) : 1.0;
 	/* per warp of prune_kernel: its ballot, its count of entries, their offset */
 	const int	band_warps = (int) (band_sq * PRUNE_SQ * PRUNE_SQ / WARP);
 	unsigned int *d_mask,
@@ -2281,6 +2269,40 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		(st = dev_alloc(g, (void **) &d_offset, sizeof(unsigned int) * band_warps, err)) != TC_OK ||
 		(st = dev_alloc(g, &d_scan, std::max(scan_bytes, (size_t) 16), err)) != TC_OK)
 		return st;
+
+	/*
+	 * The grouping's buffers, last: only from what the list and the result
+	 * buffers left.  Where they do not fit, or an allocation fails, the
+	 * candidates stay as they came.
+	 */
+	if (group)
+	{
+		const size_t need = 2 * (sizeof(uint2) * capacity + sizeof(unsigned int) * 2 * nt_max * BT);
+		size_t		free_b = 0,
+					total_b = 0;
+		int			have = 0;
+
+		CHECK(cub::DeviceScan::ExclusiveSum(NULL, gscan_bytes, (unsigned int *) NULL, (unsigned int *) NULL,
+											(int) (nt_max * BT), g->stream[0]));
+		CHECK(cudaMemGetInfo(&free_b, &total_b));
+		group = g->limit > 0 ? g->used + need + 2 * gscan_bytes + (64 << 10) <= g->limit :
+			need + 2 * gscan_bytes + (256 << 20) <= free_b;
+		for (; have < 2 && group; have++)
+			if (dev_alloc(g, (void **) &d_grouped[have], sizeof(uint2) * capacity, NULL) != TC_OK ||
+				dev_alloc(g, (void **) &d_group[have], sizeof(unsigned int) * 2 * nt_max * BT, NULL) != TC_OK ||
+				dev_alloc(g, &d_gscan[have], std::max(gscan_bytes, (size_t) 16), NULL) != TC_OK)
+				group = false;
+		if (!group)
+		{
+			(void) cudaGetLastError();	/* a failed cudaMalloc's error, not sticky */
+			for (int i = 0; i <= have && i < 2; i++)
+			{
+				dev_free(g, d_grouped[i]);
+				dev_free(g, d_group[i]);
+				dev_free(g, d_gscan[i]);
+			}
+		}
+	}
 
 	/*
 	 * The join of the set prepared in bd: every tile pair of its triangle,

@@ -86,6 +86,12 @@ TcStatus
 host_alloc(TcGpuJoin *g, void **ptr, size_t bytes, unsigned int flags, TcError *err)
 {
 	*ptr = NULL;
+	if (g->nhost >= (int) (sizeof(g->host) / sizeof(g->host[0])))
+	{
+		err->status = TC_ERR_INTERNAL;
+		snprintf(err->message, sizeof(err->message), "too many pinned host allocations");
+		return TC_ERR_INTERNAL;
+	}
 	CHECK(cudaHostAlloc(ptr, bytes > 0 ? bytes : 8, flags));
 	g->host[g->nhost++] = *ptr;
 	return TC_OK;

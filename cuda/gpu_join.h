@@ -400,6 +400,7 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 						 "a GPU %s overflowed its result buffer", unit);
 				return TC_ERR_INTERNAL;
 			}
+			stats->gpu_reruns++;
 			/* the batch after it is dropped: its range comes again */
 			while (nfly > 0)
 			{
@@ -409,6 +410,7 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 				nfly--;
 				if ((st = finish(t)) != TC_OK)
 					return st;
+				stats->gpu_reruns++;
 			}
 			lo = r_lo[s];
 			continue;

@@ -143,6 +143,7 @@ typedef struct TcJoinStats
 	double		join_seconds;	/* from first work to last pair emitted */
 	/* GPU joins: where the join phase's time went. */
 	int64_t		gpu_batches;	/* kernel launches, reruns included */
+	int64_t		gpu_reruns;		/* batches dropped (a buffer overflowed) and run again */
 	double		gpu_kernel_seconds; /* the kernels, by device events (two
 									 * batches at once count once) */
 	/* FP16 brute force: of those, the time the exact recheck adds (not the

@@ -501,9 +501,9 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 			   (unsigned long long) med->pairs,
 			   med->pairs / med->wall / 1e6);
 	if (strcmp(status, "ok") == 0 && !o->csv && st->gpu_batches > 0)
-		printf("  gpu: %lld batches, kernels %.3f s, waiting for kernels %.3f s, pairs to the sink %.3f s, "
+		printf("  gpu: %lld batches (%lld rerun), kernels %.3f s, waiting for kernels %.3f s, pairs to the sink %.3f s, "
 			   "join phase %.3f s\n",
-			   (long long) st->gpu_batches, st->gpu_kernel_seconds, st->gpu_wait_seconds,
+			   (long long) st->gpu_batches, (long long) st->gpu_reruns, st->gpu_kernel_seconds, st->gpu_wait_seconds,
 			   st->gpu_drain_seconds, st->join_seconds);
 	if (strcmp(status, "ok") == 0 && !o->csv && st->method && strcmp(st->method, "brute") == 0)
 	{
