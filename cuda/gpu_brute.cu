@@ -1335,7 +1335,7 @@ __device__ __forceinline__ void
 bulk_copy(unsigned int dst, const void *src, unsigned int bytes, unsigned int bar)
 {
 	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-				 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+				 :: "r"(dst), "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar) : "memory");
 }
 #endif
 
@@ -1402,11 +1402,13 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 			const int	k0 = j * CE;
 			const unsigned int bytes = done ? 0 : (unsigned int) (min(CE, len - k0) * (int) sizeof(E));
 
-			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");	/* after our reads of the slot */
 			mbar_expect(bar0 + (j & 1) * 8, bytes);
 			if (bytes > 0)
+			{
+				asm volatile("fence.proxy.async.shared::cta;" ::: "memory");	/* after our reads of the slot */
 				bulk_copy((unsigned int) __cvta_generic_to_shared(slot(j)), rb + k0, bytes,
 						  bar0 + (j & 1) * 8);
+			}
 		};
 
 		issue(0);
