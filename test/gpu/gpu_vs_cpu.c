@@ -682,9 +682,9 @@ small_buffer(void)
 				   c1.n, c2.n, (long long) s2.gpu_batches);
 
 		/*
-		 * Batches dropped on overflow and rerun count once: the counts of
-		 * candidates and rechecked pairs are those of the join whose
-		 * buffer holds everything.
+		 * Batches dropped on overflow and rerun count once: with its many
+		 * reruns, the counts of candidates and rechecked pairs are those
+		 * of the same join with the default buffer.
 		 */
 		{
 			Collect		c3 = {0};
@@ -694,7 +694,7 @@ small_buffer(void)
 			if (run(&q, gb, &c3, &s3, &e) != TC_OK)
 				report(0, "FP16 brute force, default buffer: %s", e.message);
 			else
-				report(s2.gpu_reruns > 0 && s3.gpu_reruns == 0 && s2.candidates == s3.candidates &&
+				report(s2.gpu_reruns > 0 && s2.candidates == s3.candidates &&
 					   s2.rechecked == s3.rechecked && s2.rechecked > 0,
 					   "with reruns, the same counts: candidates %llu and %llu, rechecked %llu and %llu "
 					   "(%lld batches, %lld rerun; %lld batches, %lld rerun)",
