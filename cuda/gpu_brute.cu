@@ -1330,6 +1330,14 @@ tma_tile(unsigned int dst, const CUtensorMap *tm, int k, int row, unsigned int b
 #define RB_SMEM (RC_WARPS * 2 * WARP * RB_SLOT + RC_WARPS * 2 * 8)
 
 #ifdef TC_HAVE_WGMMA
+/* bytes [src, src + bytes) into L2, asking nothing back */
+__device__ __forceinline__ void
+bulk_prefetch_l2(const void *src, unsigned int bytes)
+{
+	asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;"
+				 :: "l"(__cvta_generic_to_global(src)), "r"(bytes) : "memory");
+}
+
 /* bytes [src, src + bytes) into shared memory at dst, completing on bar */
 __device__ __forceinline__ void
 bulk_copy(unsigned int dst, const void *src, unsigned int bytes, unsigned int bar)
@@ -1408,6 +1416,8 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 				asm volatile("fence.proxy.async.shared::cta;" ::: "memory");	/* after our reads of the slot */
 				bulk_copy((unsigned int) __cvta_generic_to_shared(slot(j)), rb + k0, bytes,
 						  bar0 + (j & 1) * 8);
+				/* the first row's chunk toward L2, so that its loads a round later wait less */
+				bulk_prefetch_l2(ra + k0, bytes);
 			}
 		};
 
