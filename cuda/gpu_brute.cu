@@ -1320,14 +1320,19 @@ tma_tile(unsigned int dst, const CUtensorMap *tm, int k, int row, unsigned int b
  * TCJOIN_RECHECK=bulk, for measuring).  In recheck_vec_kernel each
  * 16-byte load of a warp touches 32 lines, one per lane's second row,
  * through the load/store unit and its miss tracking; here each lane has the
- * copy engine bring its second row RB_CHUNK bytes at a time into its own
+ * copy engine bring its second row CHUNK bytes at a time into its own
  * slot of shared memory, the next chunk in flight while it sums this one,
  * and reads the first row (shared by most of the warp once candidates are
  * grouped) as before.  The sums are the lane kernel's, in the same order.
  */
-#define RB_CHUNK 256			/* bytes of a second row a copy brings */
-#define RB_SLOT (RB_CHUNK + 16) /* slots 16 bytes apart mod 128: 16-byte reads without bank conflicts */
-#define RB_SMEM (RC_WARPS * 2 * WARP * RB_SLOT + RC_WARPS * 2 * 8)
+/*
+ * CHUNK: bytes of a second row a copy brings, 256 (TCJOIN_RECHECK=bulk: 2
+ * blocks, 8 warps an SM, 128 registers) or 128 (bulk128: 4 blocks, 16
+ * warps, 72 registers); shared memory holds either to that.  Slots are 16 bytes apart mod 128, so that
+ * 16-byte reads of 8 lanes meet no bank conflict.
+ */
+#define RB_SLOT(CHUNK) ((CHUNK) + 16)
+#define RB_SMEM(CHUNK) (RC_WARPS * 2 * WARP * RB_SLOT(CHUNK) + RC_WARPS * 2 * 8)
 
 #ifdef TC_HAVE_WGMMA
 /* bytes [src, src + bytes) into L2, asking nothing back */
@@ -1347,7 +1352,7 @@ bulk_copy(unsigned int dst, const void *src, unsigned int bytes, unsigned int ba
 }
 #endif
 
-template <typename T, bool APPROX>
+template <typename T, bool APPROX, int CHUNK>
 __global__ void
 __launch_bounds__(RC_WARPS * WARP)
 recheck_bulk_kernel(BruteDev g, BruteBatch b)
@@ -1355,7 +1360,7 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 #ifdef TC_HAVE_WGMMA
 	typedef typename std::conditional<APPROX, __half, T>::type E;
 	constexpr int VEC = 16 / sizeof(E);
-	constexpr int CE = RB_CHUNK / (int) sizeof(E);	/* elements a chunk */
+	constexpr int CE = CHUNK / (int) sizeof(E);	/* elements a chunk */
 	extern __shared__ __align__(128) unsigned char rb_smem[];
 	__shared__ Stage stages[RC_WARPS];
 	const int	lane = threadIdx.x % WARP;
@@ -1366,13 +1371,13 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 	const int	len = APPROX ? g.dpad : g.d;
 	const int	nchunks = (len + CE - 1) / CE;
 	/* this lane's slot for chunks j % 2 == 0 (the other WARP slots on), the warp's two barriers */
-	unsigned char *const slot0 = rb_smem + (warp * 2 * WARP + lane) * RB_SLOT;
-	const unsigned int bar0 = (unsigned int) __cvta_generic_to_shared(rb_smem + RC_WARPS * 2 * WARP * RB_SLOT) +
+	unsigned char *const slot0 = rb_smem + (warp * 2 * WARP + lane) * RB_SLOT(CHUNK);
+	const unsigned int bar0 = (unsigned int) __cvta_generic_to_shared(rb_smem + RC_WARPS * 2 * WARP * RB_SLOT(CHUNK)) +
 		warp * 2 * 8;
 	unsigned int ph = 0;		/* bit i: the parity barrier i waits for next */
 	unsigned int nc;
 
-	auto		slot = [&] (int j) { return slot0 + (j & 1) * WARP * RB_SLOT; };
+	auto		slot = [&] (int j) { return slot0 + (j & 1) * WARP * RB_SLOT(CHUNK); };
 	auto		wait = [&] (int j) {
 		mbar_wait(bar0 + (j & 1) * 8, (ph >> (j & 1)) & 1);
 		ph ^= 1u << (j & 1);
@@ -1428,13 +1433,13 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 			const int	k1 = min(len, k0 + CE);
 
 			const int	nv = (k1 - k0) / VEC;	/* 16-byte vectors in this chunk */
-			uint4		va[RB_CHUNK / 16];
+			uint4		va[CHUNK / 16];
 
 			if (j + 1 < nchunks)
 				issue(j + 1);
 			/* the first row's chunk: its loads out before the wait, all at once */
 #pragma unroll
-			for (int v = 0; v < RB_CHUNK / 16; v++)
+			for (int v = 0; v < CHUNK / 16; v++)
 				if (!done && v < nv)
 					va[v] = __ldg((const uint4 *) (ra + k0) + v);
 			wait(j);
@@ -1443,7 +1448,7 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 				const uint4 *sb = (const uint4 *) slot(j);
 
 #pragma unroll
-				for (int v = 0; v < RB_CHUNK / 16; v++)
+				for (int v = 0; v < CHUNK / 16; v++)
 				{
 					if (v >= nv)
 						break;
@@ -2239,18 +2244,27 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * brought by bulk copies (recheck_bulk_kernel), where this build runs
 	 * Hopper's code; for measuring.
 	 */
-	const bool	rc_bulk = rc_vec && wgmma && rc_force && strcmp(rc_force, "bulk") == 0;
+	const int	rb_chunk = !(rc_vec && wgmma && rc_force) ? 0 :
+		strcmp(rc_force, "bulk") == 0 ? 256 : strcmp(rc_force, "bulk128") == 0 ? 128 : 0;
+	const bool	rc_bulk = rb_chunk > 0;
 	unsigned int rb_blocks = 0;
 
 	if (rc_bulk)
 	{
 		int			rb_per_sm = 0;
 
-		CHECK(cudaFuncSetAttribute(recheck_bulk_kernel<float, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, RB_SMEM));
-		CHECK(cudaFuncSetAttribute(recheck_bulk_kernel<float, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, RB_SMEM));
-		CHECK(cudaFuncSetAttribute(recheck_bulk_kernel<double, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, RB_SMEM));
-		CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&rb_per_sm, recheck_bulk_kernel<float, false>,
-															RC_WARPS * WARP, RB_SMEM));
+		CHECK(cudaFuncSetAttribute(recheck_bulk_kernel<float, true, 256>,
+								   cudaFuncAttributeMaxDynamicSharedMemorySize, RB_SMEM(256)));
+		CHECK(cudaFuncSetAttribute(recheck_bulk_kernel<float, false, 256>,
+								   cudaFuncAttributeMaxDynamicSharedMemorySize, RB_SMEM(256)));
+		CHECK(cudaFuncSetAttribute(recheck_bulk_kernel<double, false, 256>,
+								   cudaFuncAttributeMaxDynamicSharedMemorySize, RB_SMEM(256)));
+		if (rb_chunk == 256)
+			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&rb_per_sm, recheck_bulk_kernel<float, false, 256>,
+																RC_WARPS * WARP, RB_SMEM(256)));
+		else
+			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&rb_per_sm, recheck_bulk_kernel<float, false, 128>,
+																RC_WARPS * WARP, RB_SMEM(128)));
 		rb_blocks = (unsigned int) (sms * std::max(rb_per_sm, 1));
 	}
 	/* Counters cleared (the probe used them) before either stream's first batch. */
@@ -2422,12 +2436,21 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 					CHECK(cudaGetLastError());
 					bb.cand = d_grouped[cur];
 				}
-				if (rc_bulk && bd.approx)
-					recheck_bulk_kernel<float, true><<<rb_blocks, RC_WARPS * WARP, RB_SMEM, s>>>(bd, bb);
+				if (rc_bulk && rb_chunk == 128)
+				{
+					if (bd.approx)
+						recheck_bulk_kernel<float, true, 128><<<rb_blocks, RC_WARPS * WARP, RB_SMEM(128), s>>>(bd, bb);
+					else if (a->type == TC_FLOAT4)
+						recheck_bulk_kernel<float, false, 128><<<rb_blocks, RC_WARPS * WARP, RB_SMEM(128), s>>>(bd, bb);
+					else
+						recheck_bulk_kernel<double, false, 128><<<rb_blocks, RC_WARPS * WARP, RB_SMEM(128), s>>>(bd, bb);
+				}
+				else if (rc_bulk && bd.approx)
+					recheck_bulk_kernel<float, true, 256><<<rb_blocks, RC_WARPS * WARP, RB_SMEM(256), s>>>(bd, bb);
 				else if (rc_bulk && a->type == TC_FLOAT4)
-					recheck_bulk_kernel<float, false><<<rb_blocks, RC_WARPS * WARP, RB_SMEM, s>>>(bd, bb);
+					recheck_bulk_kernel<float, false, 256><<<rb_blocks, RC_WARPS * WARP, RB_SMEM(256), s>>>(bd, bb);
 				else if (rc_bulk)
-					recheck_bulk_kernel<double, false><<<rb_blocks, RC_WARPS * WARP, RB_SMEM, s>>>(bd, bb);
+					recheck_bulk_kernel<double, false, 256><<<rb_blocks, RC_WARPS * WARP, RB_SMEM(256), s>>>(bd, bb);
 				else if (rc_vec && bd.approx)
 					recheck_vec_kernel<float, true><<<sms * 8, RC_WARPS * WARP, 0, s>>>(bd, bb);
 				else if (rc_vec && a->type == TC_FLOAT4)

@@ -7,7 +7,7 @@
 # GPU failure modes, each with tensor cores off and on (and the brute-force
 # cases again with the staged recheck kernel, TCJOIN_RECHECK=staged, with
 # the candidates ungrouped, TCJOIN_RECHECK_GROUP=0, with the bulk-copy
-# recheck, TCJOIN_RECHECK=bulk, and with two batches on the GPU at once,
+# recheck, TCJOIN_RECHECK=bulk and bulk128, and with two batches on the GPU at once,
 # TCJOIN_BATCH_DEPTH=2, RECHECK_SECONDS each), then engine
 # benchmarks of the GPU paths (and with --sql, the same join through
 # PostgreSQL against its floors).
@@ -82,7 +82,8 @@ if [ -n "$STRESS" ]; then
     # streamed or short of memory), the bulk-copy recheck (Hopper, for
     # measuring), and two batches on the GPU at once, so that every way
     # stays right.
-    for setting in TCJOIN_RECHECK=staged TCJOIN_RECHECK_GROUP=0 TCJOIN_RECHECK=bulk TCJOIN_BATCH_DEPTH=2; do
+    for setting in TCJOIN_RECHECK=staged TCJOIN_RECHECK_GROUP=0 TCJOIN_RECHECK=bulk TCJOIN_RECHECK=bulk128 \
+                   TCJOIN_BATCH_DEPTH=2; do
         echo "== GPU against CPU, brute force with $setting"
         env "$setting" timeout 200 "$OUT/gpu_vs_cpu" --quick --brute-only --seconds "${RECHECK_SECONDS:-40}" \
             | tee "$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | tr '=A-Z_' '-a-z-').log"
@@ -132,6 +133,7 @@ if [ -n "$BENCH" ]; then
         TCJOIN_RECHECK_GROUP=0 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         TCJOIN_RECHECK=bulk $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         TCJOIN_RECHECK=bulk $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --exact off --sink count --reps 3
+        TCJOIN_RECHECK=bulk128 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
     done
     echo "== the issue's end-to-end figure: 1,000,000 x 128, about 64 neighbours"
     $B --gen gauss --n 1000000 --d 128 --neighbours 64 --method brute --device gpu --sink count --reps 3
