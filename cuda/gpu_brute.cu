@@ -2277,7 +2277,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * sized for.  TCJOIN_BATCH_RATE sets it, for tests: a tiny one makes
 	 * the first batches overflow and be rerun.
 	 */
-	double		rate = getenv("TCJOIN_BATCH_RATE") ? atof(getenv("TCJOIN_BATCH_RATE")) : 1.0;
+	double		rate = getenv("TCJOIN_BATCH_RATE") ?
+		std::min(1.0, std::max(1e-7, atof(getenv("TCJOIN_BATCH_RATE")))) : 1.0;	/* 0 would never grow */
 	/* per warp of prune_kernel: its ballot, its count of entries, their offset */
 	const int	band_warps = (int) (band_sq * PRUNE_SQ * PRUNE_SQ / WARP);
 	unsigned int *d_mask,
