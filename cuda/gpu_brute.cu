@@ -684,6 +684,26 @@ batch_candidates(const BruteBatch &b)
 	return min(*(volatile unsigned int *) b.ncand, b.cand_capacity);
 }
 
+/*
+ * Where position q's row starts, in elements: its FP16 row (exact => false)
+ * or its caller's coordinates, through the order map.
+ */
+template <bool APPROX>
+__device__ __forceinline__ size_t
+cand_row(const BruteDev &g, unsigned int q)
+{
+	return APPROX ? (size_t) q * g.hpitch : (size_t) g.order[q] * g.d;
+}
+
+/* exact => false: the filter decided; dist^2 from |h_a|^2 + |h_b|^2 - 2 dot, in float4 */
+__device__ __forceinline__ double
+approx_dist2(const BruteDev &g, uint2 p, float dot)
+{
+	float		d2 = 2.0f * (g.q[p.x] + g.q[p.y] - dot);
+
+	return (double) fmaxf(d2, 0.0f) * g.inv_sigma * g.inv_sigma;
+}
+
 /* Position q's row in the caller's numbering (a streamed block's shift added). */
 __device__ __forceinline__ long long
 caller_row(const BruteDev &g, unsigned int q)
@@ -728,8 +748,8 @@ recheck_kernel(BruteDev g, BruteBatch b)
 		if (live)
 		{
 			p = b.cand[c];
-			ra = APPROX ? (size_t) p.x * g.hpitch : (size_t) g.order[p.x] * g.d;
-			rb = APPROX ? (size_t) p.y * g.hpitch : (size_t) g.order[p.y] * g.d;
+			ra = cand_row<APPROX>(g, p.x);
+			rb = cand_row<APPROX>(g, p.y);
 		}
 		for (int k0 = 0; k0 < len && __any_sync(FULL_MASK, live); k0 += RC_CHUNK)
 		{
@@ -794,12 +814,7 @@ recheck_kernel(BruteDev g, BruteBatch b)
 			__syncwarp();
 		}
 		if (APPROX && c < nc)
-		{
-			/* the filter decided; dist from |h_a|^2 + |h_b|^2 - 2 dot, in float4 */
-			float		d2 = 2.0f * (g.q[p.x] + g.q[p.y] - dot);
-
-			s = (double) fmaxf(d2, 0.0f) * g.inv_sigma * g.inv_sigma;
-		}
+			s = approx_dist2(g, p, dot);
 		stage_hit(b, st, nst, lane, live && c < nc, p.x, p.y, s,
 				  [&] (unsigned int q) { return caller_row(g, q); });
 	}
@@ -897,8 +912,8 @@ recheck_vec_kernel(BruteDev g, BruteBatch b)
 		{
 			p = b.cand[c];
 
-			const E    *ra = x + (APPROX ? (size_t) p.x * g.hpitch : (size_t) g.order[p.x] * g.d);
-			const E    *rb = x + (APPROX ? (size_t) p.y * g.hpitch : (size_t) g.order[p.y] * g.d);
+			const E    *ra = x + cand_row<APPROX>(g, p.x);
+			const E    *rb = x + cand_row<APPROX>(g, p.y);
 			int			k = 0;
 			uint4		va[RC_VEC_LOADS],
 						vb[RC_VEC_LOADS];
@@ -967,10 +982,7 @@ recheck_vec_kernel(BruteDev g, BruteBatch b)
 			}
 			if (APPROX)
 			{
-				/* the filter decided; dist from |h_a|^2 + |h_b|^2 - 2 dot, in float4 */
-				float		d2 = 2.0f * (g.q[p.x] + g.q[p.y] - dot);
-
-				s = (double) fmaxf(d2, 0.0f) * g.inv_sigma * g.inv_sigma;
+				s = approx_dist2(g, p, dot);
 				hit = true;
 			}
 			else
@@ -1324,12 +1336,12 @@ tma_tile(unsigned int dst, const CUtensorMap *tm, int k, int row, unsigned int b
  * slot of shared memory, the next chunk in flight while it sums this one,
  * and reads the first row (shared by most of the warp once candidates are
  * grouped) as before.  The sums are the lane kernel's, in the same order.
- */
-/*
+ *
  * CHUNK: bytes of a second row a copy brings, 256 (TCJOIN_RECHECK=bulk: 2
  * blocks, 8 warps an SM, 128 registers) or 128 (bulk128: 4 blocks, 16
- * warps, 72 registers); shared memory holds either to that.  Slots are 16 bytes apart mod 128, so that
- * 16-byte reads of 8 lanes meet no bank conflict.
+ * warps, 72 registers); shared memory holds either to that.  Slots are 16
+ * bytes apart mod 128, so that 16-byte reads of 8 lanes meet no bank
+ * conflict.
  */
 #define RB_SLOT(CHUNK) ((CHUNK) + 16)
 #define RB_SMEM(CHUNK) (RC_WARPS * 2 * WARP * RB_SLOT(CHUNK) + RC_WARPS * 2 * 8)
@@ -1399,8 +1411,8 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 		const unsigned int c = c0 + lane;
 		const bool	live = c < nc;
 		const uint2 p = live ? b.cand[c] : make_uint2(0, 0);
-		const E    *ra = x + (APPROX ? (size_t) p.x * g.hpitch : (size_t) g.order[p.x] * g.d);
-		const E    *rb = x + (APPROX ? (size_t) p.y * g.hpitch : (size_t) g.order[p.y] * g.d);
+		const E    *ra = x + cand_row<APPROX>(g, p.x);
+		const E    *rb = x + cand_row<APPROX>(g, p.y);
 		double		s = 0.0;
 		float		dot = 0.0f;
 		bool		done = !live;
@@ -1483,10 +1495,7 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 		}
 		if (live && APPROX)
 		{
-			/* the filter decided; dist from |h_a|^2 + |h_b|^2 - 2 dot, in float4 */
-			float		d2 = 2.0f * (g.q[p.x] + g.q[p.y] - dot);
-
-			s = (double) fmaxf(d2, 0.0f) * g.inv_sigma * g.inv_sigma;
+			s = approx_dist2(g, p, dot);
 			hit = true;
 		}
 		else if (live)
@@ -2198,8 +2207,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
 	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
 	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
-	CHECK(cudaFuncSetAttribute(recheck_kernel<double, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							   RC_SMEM(double)));
 
 	/*
 	 * Hopper's kernel where this build carries sm_90a code for the device
@@ -2246,26 +2253,46 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 */
 	const int	rb_chunk = !(rc_vec && wgmma && rc_force) ? 0 :
 		strcmp(rc_force, "bulk") == 0 ? 256 : strcmp(rc_force, "bulk128") == 0 ? 128 : 0;
-	const bool	rc_bulk = rb_chunk > 0;
-	unsigned int rb_blocks = 0;
 
-	if (rc_bulk)
+	/* The recheck's kernel for this join, its grid and its shared memory. */
+	typedef void (*RecheckFn) (BruteDev, BruteBatch);
+	auto		by_type = [&] (RecheckFn approx_k, RecheckFn f4_k, RecheckFn f8_k) {
+		return bd.approx ? approx_k : a->type == TC_FLOAT4 ? f4_k : f8_k;
+	};
+	RecheckFn	rk;
+	unsigned int rk_grid = (unsigned int) sms * 8;
+	size_t		rk_smem = 0;
+
+	if (rb_chunk == 128)
 	{
+		rk = by_type(recheck_bulk_kernel<float, true, 128>, recheck_bulk_kernel<float, false, 128>,
+					 recheck_bulk_kernel<double, false, 128>);
+		rk_smem = RB_SMEM(128);
+	}
+	else if (rb_chunk == 256)
+	{
+		rk = by_type(recheck_bulk_kernel<float, true, 256>, recheck_bulk_kernel<float, false, 256>,
+					 recheck_bulk_kernel<double, false, 256>);
+		rk_smem = RB_SMEM(256);
+	}
+	else if (rc_vec)
+		rk = by_type(recheck_vec_kernel<float, true>, recheck_vec_kernel<float, false>,
+					 recheck_vec_kernel<double, false>);
+	else
+	{
+		rk = by_type(recheck_kernel<float, true>, recheck_kernel<float, false>, recheck_kernel<double, false>);
+		rk_smem = !bd.approx && a->type == TC_FLOAT8 ? RC_SMEM(double) : RC_SMEM(float);
+	}
+	/* dynamic shared memory past the 48 KB a block gets by default */
+	if (rk_smem > 0)
+		CHECK(cudaFuncSetAttribute(rk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) rk_smem));
+	if (rb_chunk > 0)
+	{
+		/* the bulk kernel's blocks, as many as fit at once (shared memory bounds them) */
 		int			rb_per_sm = 0;
 
-		CHECK(cudaFuncSetAttribute(recheck_bulk_kernel<float, true, 256>,
-								   cudaFuncAttributeMaxDynamicSharedMemorySize, RB_SMEM(256)));
-		CHECK(cudaFuncSetAttribute(recheck_bulk_kernel<float, false, 256>,
-								   cudaFuncAttributeMaxDynamicSharedMemorySize, RB_SMEM(256)));
-		CHECK(cudaFuncSetAttribute(recheck_bulk_kernel<double, false, 256>,
-								   cudaFuncAttributeMaxDynamicSharedMemorySize, RB_SMEM(256)));
-		if (rb_chunk == 256)
-			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&rb_per_sm, recheck_bulk_kernel<float, false, 256>,
-																RC_WARPS * WARP, RB_SMEM(256)));
-		else
-			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&rb_per_sm, recheck_bulk_kernel<float, false, 128>,
-																RC_WARPS * WARP, RB_SMEM(128)));
-		rb_blocks = (unsigned int) (sms * std::max(rb_per_sm, 1));
+		CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&rb_per_sm, rk, RC_WARPS * WARP, rk_smem));
+		rk_grid = (unsigned int) (sms * std::max(rb_per_sm, 1));
 	}
 	/* Counters cleared (the probe used them) before either stream's first batch. */
 	CHECK(cudaMemsetAsync(d_cnt, 0, sizeof(*d_cnt) * 6, g->stream[0]));
@@ -2307,22 +2334,21 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		const size_t need = 2 * (sizeof(uint2) * capacity + sizeof(unsigned int) * 2 * nt_max * BT);
 		size_t		free_b = 0,
 					total_b = 0;
-		int			have = 0;
 
 		CHECK(cub::DeviceScan::ExclusiveSum(NULL, gscan_bytes, (unsigned int *) NULL, (unsigned int *) NULL,
 											(int) (nt_max * BT), g->stream[0]));
 		CHECK(cudaMemGetInfo(&free_b, &total_b));
 		group = g->limit > 0 ? g->used + need + 2 * gscan_bytes + (64 << 10) <= g->limit :
 			need + 2 * gscan_bytes + (256 << 20) <= free_b;
-		for (; have < 2 && group; have++)
-			if (dev_alloc(g, (void **) &d_grouped[have], sizeof(uint2) * capacity, NULL) != TC_OK ||
-				dev_alloc(g, (void **) &d_group[have], sizeof(unsigned int) * 2 * nt_max * BT, NULL) != TC_OK ||
-				dev_alloc(g, &d_gscan[have], std::max(gscan_bytes, (size_t) 16), NULL) != TC_OK)
+		for (int i = 0; i < 2 && group; i++)
+			if (dev_alloc(g, (void **) &d_grouped[i], sizeof(uint2) * capacity, NULL) != TC_OK ||
+				dev_alloc(g, (void **) &d_group[i], sizeof(unsigned int) * 2 * nt_max * BT, NULL) != TC_OK ||
+				dev_alloc(g, &d_gscan[i], std::max(gscan_bytes, (size_t) 16), NULL) != TC_OK)
 				group = false;
 		if (!group)
 		{
-			(void) cudaGetLastError();	/* a failed cudaMalloc's error, not sticky */
-			for (int i = 0; i <= have && i < 2; i++)
+			/* what was allocated goes (the rest is NULL, which dev_free passes over) */
+			for (int i = 0; i < 2; i++)
 			{
 				dev_free(g, d_grouped[i]);
 				dev_free(g, d_group[i]);
@@ -2437,33 +2463,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 					CHECK(cudaGetLastError());
 					bb.cand = d_grouped[cur];
 				}
-				if (rc_bulk && rb_chunk == 128)
-				{
-					if (bd.approx)
-						recheck_bulk_kernel<float, true, 128><<<rb_blocks, RC_WARPS * WARP, RB_SMEM(128), s>>>(bd, bb);
-					else if (a->type == TC_FLOAT4)
-						recheck_bulk_kernel<float, false, 128><<<rb_blocks, RC_WARPS * WARP, RB_SMEM(128), s>>>(bd, bb);
-					else
-						recheck_bulk_kernel<double, false, 128><<<rb_blocks, RC_WARPS * WARP, RB_SMEM(128), s>>>(bd, bb);
-				}
-				else if (rc_bulk && bd.approx)
-					recheck_bulk_kernel<float, true, 256><<<rb_blocks, RC_WARPS * WARP, RB_SMEM(256), s>>>(bd, bb);
-				else if (rc_bulk && a->type == TC_FLOAT4)
-					recheck_bulk_kernel<float, false, 256><<<rb_blocks, RC_WARPS * WARP, RB_SMEM(256), s>>>(bd, bb);
-				else if (rc_bulk)
-					recheck_bulk_kernel<double, false, 256><<<rb_blocks, RC_WARPS * WARP, RB_SMEM(256), s>>>(bd, bb);
-				else if (rc_vec && bd.approx)
-					recheck_vec_kernel<float, true><<<sms * 8, RC_WARPS * WARP, 0, s>>>(bd, bb);
-				else if (rc_vec && a->type == TC_FLOAT4)
-					recheck_vec_kernel<float, false><<<sms * 8, RC_WARPS * WARP, 0, s>>>(bd, bb);
-				else if (rc_vec)
-					recheck_vec_kernel<double, false><<<sms * 8, RC_WARPS * WARP, 0, s>>>(bd, bb);
-				else if (bd.approx)
-					recheck_kernel<float, true><<<sms * 8, RC_WARPS * WARP, RC_SMEM(float), s>>>(bd, bb);
-				else if (a->type == TC_FLOAT4)
-					recheck_kernel<float, false><<<sms * 8, RC_WARPS * WARP, RC_SMEM(float), s>>>(bd, bb);
-				else
-					recheck_kernel<double, false><<<sms * 8, RC_WARPS * WARP, RC_SMEM(double), s>>>(bd, bb);
+				rk<<<rk_grid, RC_WARPS * WARP, rk_smem, s>>>(bd, bb);
 				CHECK(cudaGetLastError());
 				CHECK(cudaEventRecord(g->kev[cur][1], s));
 				CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 3,
