@@ -6,8 +6,9 @@
 # files as the CPU run), then the GPU-against-CPU exactness stress and the
 # GPU failure modes, each with tensor cores off and on (and the brute-force
 # cases again with the staged recheck kernel, TCJOIN_RECHECK=staged, with
-# the candidates ungrouped, TCJOIN_RECHECK_GROUP=0, with the bulk-copy
-# recheck, TCJOIN_RECHECK=bulk and bulk128, and with two batches on the GPU at once,
+# the candidates ungrouped, TCJOIN_RECHECK_GROUP=0, with the lane kernel and
+# the 128-byte bulk-copy recheck in place of Hopper's default,
+# TCJOIN_RECHECK=lane and bulk128, and with two batches on the GPU at once,
 # TCJOIN_BATCH_DEPTH=2, RECHECK_SECONDS each), then engine
 # benchmarks of the GPU paths (and with --sql, the same join through
 # PostgreSQL against its floors).
@@ -78,11 +79,12 @@ if [ -n "$STRESS" ]; then
     timeout 400 "$OUT/gpu_vs_cpu" $QUICK --seconds "${STRESS_SECONDS:-200}" | tee "$OUT/gpu_vs_cpu.log"
     add_counts "$OUT/gpu_vs_cpu.log"
     # The staged recheck kernel (the default where rows are not 16-byte
-    # aligned), the lane kernel on candidates as they came (the default when
-    # streamed or short of memory), the bulk-copy recheck (Hopper, for
-    # measuring), and two batches on the GPU at once, so that every way
-    # stays right.
-    for setting in TCJOIN_RECHECK=staged TCJOIN_RECHECK_GROUP=0 TCJOIN_RECHECK=bulk TCJOIN_RECHECK=bulk128 \
+    # aligned), candidates as they came (the default when streamed or short
+    # of memory), the lane kernel (the default where the build has no
+    # Hopper code) and 128-byte bulk copies in place of Hopper's bulk-copy
+    # recheck, and two batches on the GPU at once, so that every way stays
+    # right.
+    for setting in TCJOIN_RECHECK=staged TCJOIN_RECHECK_GROUP=0 TCJOIN_RECHECK=lane TCJOIN_RECHECK=bulk128 \
                    TCJOIN_BATCH_DEPTH=2; do
         echo "== GPU against CPU, brute force with $setting"
         env "$setting" timeout 200 "$OUT/gpu_vs_cpu" --quick --brute-only --seconds "${RECHECK_SECONDS:-40}" \
@@ -129,10 +131,11 @@ if [ -n "$BENCH" ]; then
         # the staged recheck kernel; two batches on the GPU at once (a recheck beside the next tile kernel)
         TCJOIN_RECHECK=staged $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         TCJOIN_BATCH_DEPTH=2 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
-        # the candidates as they came (not grouped by first point); the bulk-copy recheck, both exactnesses
+        # the candidates as they came (not grouped by first point); the lane kernel in place of
+        # Hopper's bulk-copy recheck, both exactnesses; 128-byte bulk copies
         TCJOIN_RECHECK_GROUP=0 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
-        TCJOIN_RECHECK=bulk $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
-        TCJOIN_RECHECK=bulk $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --exact off --sink count --reps 3
+        TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
+        TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --exact off --sink count --reps 3
         TCJOIN_RECHECK=bulk128 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
     done
     echo "== the issue's end-to-end figure: 1,000,000 x 128, about 64 neighbours"
