@@ -306,6 +306,10 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 	 * batch's tensor-core kernel ran beside: it is the time the recheck
 	 * adds.  At depth 1 both are plain sums.
 	 */
+	/* TCJOIN_TRACE: each batch's times on stderr, for measuring */
+	const bool	trace = getenv("TCJOIN_TRACE") != NULL;
+	const double h_base = tc_now();
+
 	double		prev[3] = {0, 0, 0};	/* the last finished batch's start, recheck, end */
 	double		busy = 0;		/* the spans' union ends here */
 	bool		have_prev = false;
@@ -343,6 +347,11 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 		prev[1] = tm;
 		prev[2] = t1;
 		have_prev = true;
+		if (trace)
+			fprintf(stderr, "tcjoin trace: %s batch [%llu, %llu) stream %d: gpu %.3f-%.3f ms (recheck from %.3f), "
+					"host sees it %.3f ms, %u pairs, %u candidates%s\n", unit, r_lo[s], r_hi[s], s,
+					t0 * 1e3, t1 * 1e3, tm * 1e3, (tc_now() - h_base) * 1e3, h_meta[s][0],
+					rate_slot > 0 ? h_meta[s][rate_slot] : 0, h_meta[s][1] ? " (overflow)" : "");
 		return TC_OK;
 	};
 
@@ -377,6 +386,9 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 							sink, stats, err)) != TC_OK)
 				return st;
 			stats->gpu_drain_seconds += tc_now() - td;
+			if (trace)
+				fprintf(stderr, "tcjoin trace: drain of %u pairs, host %.3f-%.3f ms\n", h_meta[pending][0],
+						(td - h_base) * 1e3, (tc_now() - h_base) * 1e3);
 			pending = -1;
 			continue;			/* its slot is free: launch into it first */
 		}
