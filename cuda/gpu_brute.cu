@@ -90,6 +90,8 @@ struct BruteDev
 	bool		approx;
 	float		thr_half;
 	double		inv_sigma;
+	/* Hopper's kernel: the warpgroups take turns at the MMAs (brute_wgmma_kernel) */
+	bool		pingpong;
 };
 
 /*
@@ -1654,6 +1656,24 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 				rech = 0;
 	unsigned int it = 0;		/* slices consumed */
 
+	/*
+	 * Ping-pong (g.pingpong: where an item's slices fill at most half the
+	 * stages, so that the next item's load while both warpgroups still
+	 * hold this one's): the warpgroups take turns at the tensor cores, one
+	 * issuing an item's MMAs while the other runs its epilogue of the item
+	 * before, instead of both multiplying and then both deciding, tensor
+	 * cores idle.  Named barrier 3 passes the turn from warpgroup 0 to 1
+	 * (arrive by the one, sync by the other: 256 threads), 4 back; each
+	 * instance completes before its next arrive, since the arriving group
+	 * has to pass the other barrier in between.
+	 */
+	auto		turn_wait = [&] () {
+		asm volatile("bar.sync %0, 256;" :: "r"(wgi == 0 ? 4 : 3) : "memory");
+	};
+	auto		turn_pass = [&] () {
+		asm volatile("bar.arrive %0, 256;" :: "r"(wgi == 0 ? 3 : 4) : "memory");
+	};
+
 	for (unsigned long long k = 0;; k++)
 	{
 		float		d[128];
@@ -1666,7 +1686,15 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 		 */
 		mbar_wait_all(full0 + 8 * (it % WG_STAGES), (it / WG_STAGES) & 1);
 		if (__shfl_sync(FULL_MASK, ctrl[it % WG_STAGES], 0))
+		{
+			/* the turn warpgroup 1 passed after its last item, taken, so no barrier is left half met */
+			if (g.pingpong && wgi == 0 && k > 0)
+				turn_wait();
 			break;
+		}
+		/* warpgroup 0 waits for 1 to have issued the item before; 1 for 0 to have issued this one */
+		if (g.pingpong && (wgi == 1 || k > 0))
+			turn_wait();
 
 		/*
 		 * The epilogue's per-point values, requested now so that their
@@ -1729,6 +1757,9 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 				mbar_arrive(empty0 + 8 * prev);
 			prev = s;
 		}
+		/* issued: the other warpgroup's turn, while this one waits for its MMAs and decides */
+		if (g.pingpong)
+			turn_pass();
 		asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 		if (lane == 0)
 			mbar_arrive(empty0 + 8 * prev);
@@ -2284,6 +2315,16 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		per_sm = std::max(per_sm, 1);
 		stats->gpu_kernel = wgmma ? "wgmma" : "mma.sync";
 	}
+
+	/*
+	 * The warpgroups take turns at the MMAs where an item's slices fill at
+	 * most half the stages (d <= 128): there the epilogue weighs as much as
+	 * the MMAs.  TCJOIN_PINGPONG=0 keeps them in step, for comparison.
+	 */
+	bd.pingpong = wgmma && 2 * ((bd.dpad + WG_BK - 1) / WG_BK) <= WG_STAGES &&
+		!(getenv("TCJOIN_PINGPONG") && strcmp(getenv("TCJOIN_PINGPONG"), "0") == 0);
+	if (bd.pingpong)
+		stats->gpu_kernel = "wgmma, ping-pong";
 
 	/*
 	 * Where this build runs Hopper's code, the lane kernel's work with the
