@@ -8,7 +8,8 @@
 # cases again with the staged recheck kernel, TCJOIN_RECHECK=staged, with
 # the candidates ungrouped, TCJOIN_RECHECK_GROUP=0, with the lane kernel and
 # the 128-byte bulk-copy recheck in place of Hopper's default,
-# TCJOIN_RECHECK=lane and bulk128, and with two batches on the GPU at once,
+# TCJOIN_RECHECK=lane and bulk128, with Hopper's warpgroups in step at d <= 128
+# (TCJOIN_PINGPONG=0), and with two batches on the GPU at once,
 # TCJOIN_BATCH_DEPTH=2, RECHECK_SECONDS each), then engine
 # benchmarks of the GPU paths (and with --sql, the same join through
 # PostgreSQL against its floors).
@@ -82,10 +83,10 @@ if [ -n "$STRESS" ]; then
     # aligned), candidates as they came (the default when streamed or short
     # of memory), the lane kernel (the default where the build has no
     # Hopper code) and 128-byte bulk copies in place of Hopper's bulk-copy
-    # recheck, and two batches on the GPU at once, so that every way stays
-    # right.
+    # recheck, Hopper's warpgroups in step where they take turns (d <= 128),
+    # and two batches on the GPU at once, so that every way stays right.
     for setting in TCJOIN_RECHECK=staged TCJOIN_RECHECK_GROUP=0 TCJOIN_RECHECK=lane TCJOIN_RECHECK=bulk128 \
-                   TCJOIN_BATCH_DEPTH=2; do
+                   TCJOIN_PINGPONG=0 TCJOIN_BATCH_DEPTH=2; do
         echo "== GPU against CPU, brute force with $setting"
         env "$setting" timeout 200 "$OUT/gpu_vs_cpu" --quick --brute-only --seconds "${RECHECK_SECONDS:-40}" \
             | tee "$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | tr '=A-Z_' '-a-z-').log"
@@ -137,6 +138,8 @@ if [ -n "$BENCH" ]; then
         TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --exact off --sink count --reps 3
         TCJOIN_RECHECK=bulk128 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
+        # Hopper's warpgroups in step instead of taking turns (they take turns at d <= 128 only)
+        [ "$d" -le 128 ] && TCJOIN_PINGPONG=0 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
     done
     echo "== the issue's end-to-end figure: 1,000,000 x 128, about 64 neighbours"
     $B --gen gauss --n 1000000 --d 128 --neighbours 64 --method brute --device gpu --sink count --reps 3
