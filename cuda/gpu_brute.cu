@@ -1234,7 +1234,8 @@ brute_kernel(BruteDev g, BruteBatch b)
 #define WG_GROUP 8				/* consecutive items a block takes */
 #define WG_TILE_BYTES (BT * WG_BK * (int) sizeof(__half))
 #define WG_STAGE_BYTES (3 * WG_TILE_BYTES)	/* A, B0, B1 */
-#define WG_SMEM (WG_STAGES * WG_STAGE_BYTES + 1024)	/* + alignment to 1024 */
+#define WG_SMEM_FOR(stages) ((stages) * WG_STAGE_BYTES + 1024)	/* + alignment to 1024 */
+#define WG_SMEM WG_SMEM_FOR(WG_STAGES)
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define TC_HAVE_WGMMA 1
@@ -1559,16 +1560,16 @@ wgmma_probe_kernel(int *out)
 #endif
 }
 
-template <bool APPROX>
+template <bool APPROX, int STAGES>
 __global__ void
 __launch_bounds__(WG_THREADS, 1)
 brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatch b)
 {
 #ifdef TC_HAVE_WGMMA
 	extern __shared__ __align__(16) unsigned char wg_raw[];
-	__shared__ __align__(8) unsigned long long full[WG_STAGES],
-				empty[WG_STAGES];
-	__shared__ int ctrl[WG_STAGES];	/* 1: no more items (set with a stage's first slice) */
+	__shared__ __align__(8) unsigned long long full[STAGES],
+				empty[STAGES];
+	__shared__ int ctrl[STAGES];	/* 1: no more items (set with a stage's first slice) */
 	/* per warpgroup and item parity: q, then rc, of the item's 256 columns */
 	__shared__ __align__(16) float qrc[2][2][2][2 * BT];
 	const int	tid = threadIdx.x;
@@ -1593,7 +1594,7 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 
 	if (tid == 0)
 	{
-		for (int s = 0; s < WG_STAGES; s++)
+		for (int s = 0; s < STAGES; s++)
 		{
 			mbar_init(full0 + 8 * s, 1);
 			mbar_init(empty0 + 8 * s, WG_CONSUMERS / WARP);
@@ -1628,10 +1629,10 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 			}
 			for (int kb = 0; kb < (stop ? 1 : nk); kb++, it++)
 			{
-				const int	s = it % WG_STAGES;
+				const int	s = it % STAGES;
 				const unsigned int sa = base + s * WG_STAGE_BYTES;
 
-				mbar_wait(empty0 + 8 * s, ((it / WG_STAGES) & 1) ^ 1);
+				mbar_wait(empty0 + 8 * s, ((it / STAGES) & 1) ^ 1);
 				if (kb == 0)
 					ctrl[s] = stop;
 				if (stop)
@@ -1684,8 +1685,8 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 		 * (d is cleared here, outside the slice loop, where no MMA is in
 		 * flight: a write inside it would make the compiler wait for them.)
 		 */
-		mbar_wait_all(full0 + 8 * (it % WG_STAGES), (it / WG_STAGES) & 1);
-		if (__shfl_sync(FULL_MASK, ctrl[it % WG_STAGES], 0))
+		mbar_wait_all(full0 + 8 * (it % STAGES), (it / STAGES) & 1);
+		if (__shfl_sync(FULL_MASK, ctrl[it % STAGES], 0))
 		{
 			/* the turn warpgroup 1 passed after its last item, taken, so no barrier is left half met */
 			if (g.pingpong && wgi == 0 && k > 0)
@@ -1735,11 +1736,11 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 			d[q] = 0.0f;		/* the first MMA ignores them; no undefined reads */
 		for (int kb = 0; kb < nk; kb++, it++)
 		{
-			const int	s = it % WG_STAGES;
+			const int	s = it % STAGES;
 			const unsigned int sa = base + s * WG_STAGE_BYTES;
 
 			if (kb > 0)
-				mbar_wait_all(full0 + 8 * s, (it / WG_STAGES) & 1);
+				mbar_wait_all(full0 + 8 * s, (it / STAGES) & 1);
 
 			uint64_t	da = wg_desc(sa + wgi * 64 * 128);
 			uint64_t	db = wg_desc(sa + WG_TILE_BYTES);
@@ -2275,8 +2276,14 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	const int	batch_depth = getenv("TCJOIN_BATCH_DEPTH") ? atoi(getenv("TCJOIN_BATCH_DEPTH")) : 1;
 	/* Dynamic shared memory past the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
-	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
-	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
+	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<false, WG_STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							   WG_SMEM));
+	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<true, WG_STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							   WG_SMEM));
+	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<false, 3>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							   WG_SMEM_FOR(3)));
+	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<true, 3>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							   WG_SMEM_FOR(3)));
 
 	/*
 	 * Hopper's kernel where this build carries sm_90a code for the device
@@ -2292,7 +2299,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		cudaFuncAttributes fa;
 		const char *force = getenv("TCJOIN_BRUTE_KERNEL");
 
-		CHECK(cudaFuncGetAttributes(&fa, brute_wgmma_kernel<false>));
+		CHECK(cudaFuncGetAttributes(&fa, brute_wgmma_kernel<false, WG_STAGES>));
 		wgmma = major == 9 && fa.binaryVersion == 90 && !(force && strcmp(force, "mma") == 0);
 		if (wgmma)
 		{
@@ -2307,7 +2314,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			wgmma = have == 1 && make_tmap(&tmap, (const __half *) d_cnt, BT, 16, 16);
 		}
 		if (wgmma)
-			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_wgmma_kernel<false>,
+			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_wgmma_kernel<false, WG_STAGES>,
 																WG_THREADS, WG_SMEM));
 		else
 			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_kernel,
@@ -2321,7 +2328,16 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * most half the stages (d <= 128): there the epilogue weighs as much as
 	 * the MMAs.  TCJOIN_PINGPONG=0 keeps them in step, for comparison.
 	 */
-	bd.pingpong = wgmma && 2 * ((bd.dpad + WG_BK - 1) / WG_BK) <= WG_STAGES &&
+	/*
+	 * TCJOIN_WG_STAGES=3 (for measuring): a ring of three stages instead of
+	 * four, which leaves room on a multiprocessor beside the tile kernel's
+	 * block for one block of the 128-byte bulk-copy recheck, so that with
+	 * two batches on the GPU (TCJOIN_BATCH_DEPTH=2, TCJOIN_RECHECK=bulk128)
+	 * a batch's recheck can run beside the next one's tile kernel.
+	 */
+	const int	wg_stages = getenv("TCJOIN_WG_STAGES") && atoi(getenv("TCJOIN_WG_STAGES")) == 3 ? 3 : WG_STAGES;
+
+	bd.pingpong = wgmma && 2 * ((bd.dpad + WG_BK - 1) / WG_BK) <= wg_stages &&
 		!(getenv("TCJOIN_PINGPONG") && strcmp(getenv("TCJOIN_PINGPONG"), "0") == 0);
 	if (bd.pingpong)
 		stats->gpu_kernel = "wgmma, ping-pong";
@@ -2547,10 +2563,14 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				CHECK(cudaEventRecord(g->kev[cur][0], s));
 				if (wgmma)
 				{
-					if (bd.approx)
-						brute_wgmma_kernel<true><<<blocks, WG_THREADS, WG_SMEM, s>>>(tmap, bd, bb);
+					const size_t smem = WG_SMEM_FOR(wg_stages);
+
+					if (wg_stages == 3)
+						(bd.approx ? brute_wgmma_kernel<true, 3> : brute_wgmma_kernel<false, 3>)
+							<<<blocks, WG_THREADS, smem, s>>>(tmap, bd, bb);
 					else
-						brute_wgmma_kernel<false><<<blocks, WG_THREADS, WG_SMEM, s>>>(tmap, bd, bb);
+						(bd.approx ? brute_wgmma_kernel<true, WG_STAGES> : brute_wgmma_kernel<false, WG_STAGES>)
+							<<<blocks, WG_THREADS, smem, s>>>(tmap, bd, bb);
 				}
 				else
 					brute_kernel<<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);

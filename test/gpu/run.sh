@@ -9,7 +9,8 @@
 # the candidates ungrouped, TCJOIN_RECHECK_GROUP=0, with the lane kernel and
 # the 128-byte bulk-copy recheck in place of Hopper's default,
 # TCJOIN_RECHECK=lane and bulk128, with Hopper's warpgroups in step at d <= 128
-# (TCJOIN_PINGPONG=0), and with two batches on the GPU at once,
+# (TCJOIN_PINGPONG=0), with two batches on the GPU at once (and again with a
+# tile kernel of three stages and the 128-byte bulk-copy recheck beside it),
 # TCJOIN_BATCH_DEPTH=2, RECHECK_SECONDS each), then engine
 # benchmarks of the GPU paths (and with --sql, the same join through
 # PostgreSQL against its floors).
@@ -85,12 +86,16 @@ if [ -n "$STRESS" ]; then
     # Hopper code) and 128-byte bulk copies in place of Hopper's bulk-copy
     # recheck, Hopper's warpgroups in step where they take turns (d <= 128),
     # and two batches on the GPU at once, so that every way stays right.
+    # (A setting may be several, comma-separated: the last one runs a batch's
+    # recheck beside the next batch's tile kernel of three stages.)
     for setting in TCJOIN_RECHECK=staged TCJOIN_RECHECK_GROUP=0 TCJOIN_RECHECK=lane TCJOIN_RECHECK=bulk128 \
-                   TCJOIN_PINGPONG=0 TCJOIN_BATCH_DEPTH=2; do
+                   TCJOIN_PINGPONG=0 TCJOIN_BATCH_DEPTH=2 \
+                   TCJOIN_BATCH_DEPTH=2,TCJOIN_WG_STAGES=3,TCJOIN_RECHECK=bulk128; do
         echo "== GPU against CPU, brute force with $setting"
-        env "$setting" timeout 200 "$OUT/gpu_vs_cpu" --quick --brute-only --seconds "${RECHECK_SECONDS:-40}" \
-            | tee "$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | tr '=A-Z_' '-a-z-').log"
-        add_counts "$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | tr '=A-Z_' '-a-z-').log"
+        IFS=, read -r -a envs <<<"$setting"
+        env "${envs[@]}" timeout 200 "$OUT/gpu_vs_cpu" --quick --brute-only --seconds "${RECHECK_SECONDS:-40}" \
+            | tee "$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | sed 's/,TCJOIN_/,/g' | tr '=A-Z_,' '-a-z-+').log"
+        add_counts "$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | sed 's/,TCJOIN_/,/g' | tr '=A-Z_,' '-a-z-+').log"
     done
 fi
 
@@ -138,6 +143,8 @@ if [ -n "$BENCH" ]; then
         TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --exact off --sink count --reps 3
         TCJOIN_RECHECK=bulk128 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
+        # a batch's recheck beside the next batch's tile kernel, of three stages to leave it room
+        TCJOIN_BATCH_DEPTH=2 TCJOIN_WG_STAGES=3 TCJOIN_RECHECK=bulk128 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         # Hopper's warpgroups in step instead of taking turns (they take turns at d <= 128 only)
         [ "$d" -le 128 ] && TCJOIN_PINGPONG=0 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
     done
