@@ -2344,16 +2344,21 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 
 	/*
 	 * Where this build runs Hopper's code, the lane kernel's work with the
-	 * second rows brought by bulk copies (recheck_bulk_kernel), 256 bytes a
-	 * copy.  On an H200 it took the exact recheck from 0.097 s to 0.044 s
-	 * at 100,000 x 4,096 and from 0.0145 s to 0.0094 s at 1,024 (the rows'
-	 * read rate from 32% to 71% of the copy rate).  TCJOIN_RECHECK=bulk128
-	 * (128 bytes a copy, twice the warps) and TCJOIN_RECHECK=lane (the lane
-	 * kernel) for comparison.
+	 * second rows brought by bulk copies (recheck_bulk_kernel).  On an H200
+	 * it took the exact recheck from 0.097 s to 0.044 s at 100,000 x 4,096
+	 * and from 0.0145 s to 0.0094 s at 1,024 (the rows' read rate from 32%
+	 * to 71% of the copy rate).  Rows of at most 4 KB go 128 bytes a copy,
+	 * with twice the warps (more rows in flight where each is short: 0.0088
+	 * s against 0.0094 s at 1,024), longer ones 256 (0.0444 s against
+	 * 0.0461 s at 4,096).  TCJOIN_RECHECK=bulk or bulk128 forces a size,
+	 * TCJOIN_RECHECK=lane the lane kernel, for comparison.
 	 */
+	const size_t rc_row_bytes = bd.approx ? (size_t) bd.dpad * sizeof(__half) : rowbytes;
 	const int	rb_chunk = !(rc_vec && wgmma) ? 0 :
-		!rc_force ? 256 : strcmp(rc_force, "bulk128") == 0 ? 128 :
-		strcmp(rc_force, "lane") == 0 || strcmp(rc_force, "staged") == 0 ? 0 : 256;
+		!rc_force ? (rc_row_bytes <= 4096 ? 128 : 256) :
+		strcmp(rc_force, "bulk128") == 0 ? 128 : strcmp(rc_force, "bulk") == 0 ? 256 :
+		strcmp(rc_force, "lane") == 0 || strcmp(rc_force, "staged") == 0 ? 0 :
+		(rc_row_bytes <= 4096 ? 128 : 256);
 
 	/* The recheck's kernel for this join, its grid and its shared memory. */
 	typedef void (*RecheckFn) (BruteDev, BruteBatch);

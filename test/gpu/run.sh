@@ -7,8 +7,8 @@
 # GPU failure modes, each with tensor cores off and on (and the brute-force
 # cases again with the staged recheck kernel, TCJOIN_RECHECK=staged, with
 # the candidates ungrouped, TCJOIN_RECHECK_GROUP=0, with the lane kernel and
-# the 128-byte bulk-copy recheck in place of Hopper's default,
-# TCJOIN_RECHECK=lane and bulk128, with Hopper's warpgroups in step at d <= 128
+# 256-byte bulk copies at every row length in place of Hopper's default,
+# TCJOIN_RECHECK=lane and bulk, with Hopper's warpgroups in step at d <= 128
 # (TCJOIN_PINGPONG=0), with two batches on the GPU at once (and again with a
 # tile kernel of three stages and the 128-byte bulk-copy recheck beside it),
 # TCJOIN_BATCH_DEPTH=2, RECHECK_SECONDS each), then engine
@@ -83,12 +83,13 @@ if [ -n "$STRESS" ]; then
     # The staged recheck kernel (the default where rows are not 16-byte
     # aligned), candidates as they came (the default when streamed or short
     # of memory), the lane kernel (the default where the build has no
-    # Hopper code) and 128-byte bulk copies in place of Hopper's bulk-copy
-    # recheck, Hopper's warpgroups in step where they take turns (d <= 128),
-    # and two batches on the GPU at once, so that every way stays right.
+    # Hopper code) and 256-byte bulk copies at every row length in place of
+    # Hopper's bulk-copy recheck (128 bytes up to 4 KB rows, 256 beyond),
+    # Hopper's warpgroups in step where they take turns (d <= 128), and two
+    # batches on the GPU at once, so that every way stays right.
     # (A setting may be several, comma-separated: the last one runs a batch's
     # recheck beside the next batch's tile kernel of three stages.)
-    for setting in TCJOIN_RECHECK=staged TCJOIN_RECHECK_GROUP=0 TCJOIN_RECHECK=lane TCJOIN_RECHECK=bulk128 \
+    for setting in TCJOIN_RECHECK=staged TCJOIN_RECHECK_GROUP=0 TCJOIN_RECHECK=lane TCJOIN_RECHECK=bulk \
                    TCJOIN_PINGPONG=0 TCJOIN_BATCH_DEPTH=2 \
                    TCJOIN_BATCH_DEPTH=2,TCJOIN_WG_STAGES=3,TCJOIN_RECHECK=bulk128; do
         echo "== GPU against CPU, brute force with $setting"
@@ -138,11 +139,12 @@ if [ -n "$BENCH" ]; then
         TCJOIN_RECHECK=staged $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         TCJOIN_BATCH_DEPTH=2 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         # the candidates as they came (not grouped by first point); the lane kernel in place of
-        # Hopper's bulk-copy recheck, both exactnesses; 128-byte bulk copies
+        # Hopper's bulk-copy recheck, both exactnesses; 128-byte and 256-byte bulk copies forced
         TCJOIN_RECHECK_GROUP=0 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --exact off --sink count --reps 3
         TCJOIN_RECHECK=bulk128 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
+        TCJOIN_RECHECK=bulk $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         # a batch's recheck beside the next batch's tile kernel, of three stages to leave it room
         TCJOIN_BATCH_DEPTH=2 TCJOIN_WG_STAGES=3 TCJOIN_RECHECK=bulk128 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         # Hopper's warpgroups in step instead of taking turns (they take turns at d <= 128 only)
