@@ -1379,9 +1379,9 @@ tma_tile(unsigned int dst, const CUtensorMap *tm, int k, int row, unsigned int b
  * and reads the first row (shared by most of the warp once candidates are
  * grouped) as before.  The sums are the lane kernel's, in the same order.
  *
- * CHUNK: bytes of a second row a copy brings, 256 (the default: 2
- * blocks, 8 warps an SM, 128 registers) or 128 (TCJOIN_RECHECK=bulk128: 4 blocks, 16
- * warps, 72 registers); shared memory holds either to that.  Slots are 16
+ * CHUNK: bytes of a second row a copy brings, 256 (rows over 4 KB: 2
+ * blocks, 8 warps an SM, 128 registers) or 128 (rows up to 4 KB: 4 blocks,
+ * 16 warps, 72 registers); shared memory holds either to that.  Slots are 16
  * bytes apart mod 128, so that 16-byte reads of 8 lanes meet no bank
  * conflict.
  */
@@ -2276,14 +2276,21 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	const int	batch_depth = getenv("TCJOIN_BATCH_DEPTH") ? atoi(getenv("TCJOIN_BATCH_DEPTH")) : 1;
 	/* Dynamic shared memory past the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
-	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<false, WG_STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							   WG_SMEM));
-	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<true, WG_STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							   WG_SMEM));
-	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<false, 3>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							   WG_SMEM_FOR(3)));
-	CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<true, 3>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							   WG_SMEM_FOR(3)));
+	/*
+	 * Hopper's kernel only on Hopper: an A100 gives a block at most 163 KB,
+	 * and the runtime refuses a limit past the device's.
+	 */
+	if (major == 9)
+	{
+		CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<false, WG_STAGES>,
+								   cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
+		CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<true, WG_STAGES>,
+								   cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
+		CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<false, 3>,
+								   cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_FOR(3)));
+		CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<true, 3>,
+								   cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_FOR(3)));
+	}
 
 	/*
 	 * Hopper's kernel where this build carries sm_90a code for the device
@@ -2315,7 +2322,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		}
 		if (wgmma)
 			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_wgmma_kernel<false, WG_STAGES>,
-																WG_THREADS, WG_SMEM));
+																WG_THREADS, WG_SMEM));	/* 1; with 3 stages too */
 		else
 			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_kernel,
 																BRUTE_THREADS, TILE_SMEM));
@@ -2530,7 +2537,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				 * runs while the host drains this one.  On an H200 the last
 				 * drain was 1.7 ms of a 27.8 ms join phase at 100,000 x 1,024.
 				 */
-				if (hi == ntp && lo > 0 && (double) (hi - lo) * per_tile * r / 1.5 > (double) (1 << 20))
+				if (hi == ntp && lo > 0 && 2 * (hi - lo) >= want &&	/* not the eighth again */
+					(double) (hi - lo) * per_tile * r / 1.5 > (double) (1 << 20))
 				{
 					unsigned long long tail = (hi - lo) / 8;
 
