@@ -1386,7 +1386,7 @@ tma_tile(unsigned int dst, const CUtensorMap *tm, int k, int row, unsigned int b
  * conflict.
  */
 #define RB_SLOT(CHUNK) ((CHUNK) + 16)
-#define RB_SMEM(CHUNK) (RC_WARPS * 2 * WARP * RB_SLOT(CHUNK) + RC_WARPS * 2 * 8)
+#define RB_SMEM(CHUNK, SLOTS) (RC_WARPS * (SLOTS) * WARP * RB_SLOT(CHUNK) + RC_WARPS * (SLOTS) * 8)
 
 #ifdef TC_HAVE_WGMMA
 /* bytes [src, src + bytes) into L2, asking nothing back */
@@ -1406,7 +1406,7 @@ bulk_copy(unsigned int dst, const void *src, unsigned int bytes, unsigned int ba
 }
 #endif
 
-template <typename T, bool APPROX, int CHUNK>
+template <typename T, bool APPROX, int CHUNK, int SLOTS>
 __global__ void
 __launch_bounds__(RC_WARPS * WARP)
 recheck_bulk_kernel(BruteDev g, BruteBatch b)
@@ -1424,26 +1424,27 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 	const E    *x = APPROX ? (const E *) g.h : (const E *) g.x;
 	const int	len = APPROX ? g.dpad : g.d;
 	const int	nchunks = (len + CE - 1) / CE;
-	/* this lane's slot for chunks j % 2 == 0 (the other WARP slots on), the warp's two barriers */
-	unsigned char *const slot0 = rb_smem + (warp * 2 * WARP + lane) * RB_SLOT(CHUNK);
-	const unsigned int bar0 = (unsigned int) __cvta_generic_to_shared(rb_smem + RC_WARPS * 2 * WARP * RB_SLOT(CHUNK)) +
-		warp * 2 * 8;
+	/*
+	 * this lane's slot for chunks j % SLOTS == 0 (those for the next
+	 * residues WARP slots on each), the warp's SLOTS barriers
+	 */
+	unsigned char *const slot0 = rb_smem + (warp * SLOTS * WARP + lane) * RB_SLOT(CHUNK);
+	const unsigned int bar0 = (unsigned int) __cvta_generic_to_shared(rb_smem + RC_WARPS * SLOTS * WARP * RB_SLOT(CHUNK)) +
+		warp * SLOTS * 8;
 	unsigned int ph = 0;		/* bit i: the parity barrier i waits for next */
 	unsigned int nc;
 
-	auto		slot = [&] (int j) { return slot0 + (j & 1) * WARP * RB_SLOT(CHUNK); };
+	auto		slot = [&] (int j) { return slot0 + (j % SLOTS) * WARP * RB_SLOT(CHUNK); };
 	auto		wait = [&] (int j) {
-		mbar_wait(bar0 + (j & 1) * 8, (ph >> (j & 1)) & 1);
-		ph ^= 1u << (j & 1);
+		mbar_wait(bar0 + (j % SLOTS) * 8, (ph >> (j % SLOTS)) & 1);
+		ph ^= 1u << (j % SLOTS);
 	};
 
 	if ((nc = batch_candidates(b)) == 0)
 		return;
 	if (lane == 0)
-	{
-		mbar_init(bar0, WARP);
-		mbar_init(bar0 + 8, WARP);
-	}
+		for (int i = 0; i < SLOTS; i++)
+			mbar_init(bar0 + 8 * i, WARP);
 	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 	__syncwarp();
 
@@ -1461,26 +1462,28 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 		bool		hit = false;
 
 		/*
-		 * Chunk j of the second row into slot j % 2: every lane arrives on
-		 * the barrier, announcing its bytes (none once it is done), so the
-		 * phase completes when the warp's copies have landed.
+		 * Chunk j of the second row into slot j % SLOTS: every lane arrives
+		 * on the barrier, announcing its bytes (none once it is done), so
+		 * the phase completes when the warp's copies have landed.
 		 */
 		auto		issue = [&] (int j) {
 			const int	k0 = j * CE;
 			const unsigned int bytes = done ? 0 : (unsigned int) (min(CE, len - k0) * (int) sizeof(E));
 
-			mbar_expect(bar0 + (j & 1) * 8, bytes);
+			mbar_expect(bar0 + (j % SLOTS) * 8, bytes);
 			if (bytes > 0)
 			{
 				asm volatile("fence.proxy.async.shared::cta;" ::: "memory");	/* after our reads of the slot */
 				bulk_copy((unsigned int) __cvta_generic_to_shared(slot(j)), rb + k0, bytes,
-						  bar0 + (j & 1) * 8);
+						  bar0 + (j % SLOTS) * 8);
 				/* the first row's chunk toward L2, so that its loads a round later wait less */
 				bulk_prefetch_l2(ra + k0, bytes);
 			}
 		};
 
-		issue(0);
+		/* SLOTS - 1 chunks in flight while the lane sums one */
+		for (int j = 0; j < SLOTS - 1 && j < nchunks; j++)
+			issue(j);
 		for (int j = 0; j < nchunks; j++)
 		{
 			const int	k0 = j * CE;
@@ -1489,8 +1492,8 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 			const int	nv = (k1 - k0) / VEC;	/* 16-byte vectors in this chunk */
 			uint4		va[CHUNK / 16];
 
-			if (j + 1 < nchunks)
-				issue(j + 1);
+			if (j + SLOTS - 1 < nchunks)
+				issue(j + SLOTS - 1);
 			/* the first row's chunk: its loads out before the wait, all at once */
 #pragma unroll
 			for (int v = 0; v < CHUNK / 16; v++)
@@ -1529,9 +1532,9 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 			}
 			if (__all_sync(FULL_MASK, done || j + 1 == nchunks))
 			{
-				/* the chunk in flight lands before its slot and barrier serve again */
-				if (j + 1 < nchunks)
-					wait(j + 1);
+				/* the chunks in flight land before their slots and barriers serve again */
+				for (int i = j + 1; i < j + SLOTS && i < nchunks; i++)
+					wait(i);
 				break;
 			}
 		}
@@ -2361,6 +2364,12 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * TCJOIN_RECHECK=lane the lane kernel, for comparison.
 	 */
 	const size_t rc_row_bytes = bd.approx ? (size_t) bd.dpad * sizeof(__half) : rowbytes;
+	/*
+	 * TCJOIN_RECHECK_SLOTS=3 (for measuring, 128-byte copies): two chunks
+	 * of each lane's second row in flight while it sums a third, instead
+	 * of one; 3 blocks of 4 warps an SM instead of 4.
+	 */
+	const int	rb_slots = getenv("TCJOIN_RECHECK_SLOTS") && atoi(getenv("TCJOIN_RECHECK_SLOTS")) == 3 ? 3 : 2;
 	const int	rb_chunk = !(rc_vec && wgmma) ? 0 :
 		!rc_force ? (rc_row_bytes <= 4096 ? 128 : 256) :
 		strcmp(rc_force, "bulk128") == 0 ? 128 : strcmp(rc_force, "bulk") == 0 ? 256 :
@@ -2376,17 +2385,23 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	unsigned int rk_grid = (unsigned int) sms * 8;
 	size_t		rk_smem = 0;
 
-	if (rb_chunk == 128)
+	if (rb_chunk == 128 && rb_slots == 3)
 	{
-		rk = by_type(recheck_bulk_kernel<float, true, 128>, recheck_bulk_kernel<float, false, 128>,
-					 recheck_bulk_kernel<double, false, 128>);
-		rk_smem = RB_SMEM(128);
+		rk = by_type(recheck_bulk_kernel<float, true, 128, 3>, recheck_bulk_kernel<float, false, 128, 3>,
+					 recheck_bulk_kernel<double, false, 128, 3>);
+		rk_smem = RB_SMEM(128, 3);
+	}
+	else if (rb_chunk == 128)
+	{
+		rk = by_type(recheck_bulk_kernel<float, true, 128, 2>, recheck_bulk_kernel<float, false, 128, 2>,
+					 recheck_bulk_kernel<double, false, 128, 2>);
+		rk_smem = RB_SMEM(128, 2);
 	}
 	else if (rb_chunk == 256)
 	{
-		rk = by_type(recheck_bulk_kernel<float, true, 256>, recheck_bulk_kernel<float, false, 256>,
-					 recheck_bulk_kernel<double, false, 256>);
-		rk_smem = RB_SMEM(256);
+		rk = by_type(recheck_bulk_kernel<float, true, 256, 2>, recheck_bulk_kernel<float, false, 256, 2>,
+					 recheck_bulk_kernel<double, false, 256, 2>);
+		rk_smem = RB_SMEM(256, 2);
 	}
 	else if (rc_vec)
 		rk = by_type(recheck_vec_kernel<float, true>, recheck_vec_kernel<float, false>,

@@ -8,7 +8,8 @@
 # cases again with the staged recheck kernel, TCJOIN_RECHECK=staged, with
 # the candidates ungrouped, TCJOIN_RECHECK_GROUP=0, with the lane kernel and
 # 256-byte bulk copies at every row length in place of Hopper's default,
-# TCJOIN_RECHECK=lane and bulk, with Hopper's warpgroups in step at d <= 128
+# TCJOIN_RECHECK=lane and bulk, with 128-byte copies three deep
+# (TCJOIN_RECHECK_SLOTS=3), with Hopper's warpgroups in step at d <= 128
 # (TCJOIN_PINGPONG=0), with two batches on the GPU at once (and again with a
 # tile kernel of three stages and the 128-byte bulk-copy recheck beside it),
 # TCJOIN_BATCH_DEPTH=2, RECHECK_SECONDS each), then engine
@@ -87,10 +88,11 @@ if [ -n "$STRESS" ]; then
     # Hopper's bulk-copy recheck (128 bytes up to 4 KB rows, 256 beyond),
     # Hopper's warpgroups in step where they take turns (d <= 128), and two
     # batches on the GPU at once, so that every way stays right.
-    # (A setting may be several, comma-separated: the last one runs a batch's
-    # recheck beside the next batch's tile kernel of three stages.)
+    # (A setting may be several, comma-separated: 128-byte copies three deep,
+    # and a batch's recheck beside the next batch's tile kernel of three
+    # stages.)
     for setting in TCJOIN_RECHECK=staged TCJOIN_RECHECK_GROUP=0 TCJOIN_RECHECK=lane TCJOIN_RECHECK=bulk \
-                   TCJOIN_PINGPONG=0 TCJOIN_BATCH_DEPTH=2 \
+                   TCJOIN_PINGPONG=0 TCJOIN_BATCH_DEPTH=2 TCJOIN_RECHECK=bulk128,TCJOIN_RECHECK_SLOTS=3 \
                    TCJOIN_BATCH_DEPTH=2,TCJOIN_WG_STAGES=3,TCJOIN_RECHECK=bulk128; do
         echo "== GPU against CPU, brute force with $setting"
         IFS=, read -r -a envs <<<"$setting"
@@ -145,6 +147,7 @@ if [ -n "$BENCH" ]; then
         TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --exact off --sink count --reps 3
         TCJOIN_RECHECK=bulk128 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         TCJOIN_RECHECK=bulk $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
+        TCJOIN_RECHECK=bulk128 TCJOIN_RECHECK_SLOTS=3 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         # a batch's recheck beside the next batch's tile kernel, of three stages to leave it room
         TCJOIN_BATCH_DEPTH=2 TCJOIN_WG_STAGES=3 TCJOIN_RECHECK=bulk128 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         # Hopper's warpgroups in step instead of taking turns (they take turns at d <= 128 only)
