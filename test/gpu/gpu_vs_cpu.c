@@ -5,11 +5,14 @@
  *		Plus the GPU's failure modes: cancel, a memory limit too small, and
  *		a result buffer far smaller than the result.
  *
- *	gpu_vs_cpu [--quick] [--seed S] [--seconds T]
+ *	gpu_vs_cpu [--quick] [--brute-only [--tc-only]] [--seed S] [--seconds T]
  *
  * The failure modes run first; then the matrix, until T seconds (default
  * no limit) have passed, so that a time-boxed run still ends with its
- * summary line.
+ * summary line.  --brute-only runs the brute-force and approximate cases
+ * alone; --tc-only leaves out the GPU runs with tensor cores off (for the
+ * passes that vary the tensor-core path only, which then reach the
+ * higher dimensions in the same time).
  *
  * Ends with "N passed, N failed".  Needs a GPU; with none it says so and
  * fails.
@@ -27,6 +30,7 @@
 static uint64_t rng;
 static int	passed,
 			failed;
+static bool tc_only;			/* compare_case: the GPU with tensor cores on only */
 
 static uint64_t
 next_u64(void)
@@ -257,7 +261,7 @@ compare_case(const char *kind, int64_t n, int d, double eps, bool include_self,
 	t0 = tc_now();
 	st1 = run(&p, cpu, &c1, &s1, &e1);
 	t1 = tc_now();
-	for (int tc = 0; tc < 2; tc++)
+	for (int tc = tc_only ? 1 : 0; tc < 2; tc++)
 	{
 		TcJoinParams gpu = cpu;
 		Collect		c2 = {0};
@@ -915,6 +919,8 @@ main(int argc, char **argv)
 			quick = true;
 		else if (strcmp(argv[i], "--brute-only") == 0)
 			brute_only = true;
+		else if (strcmp(argv[i], "--tc-only") == 0)
+			tc_only = true;
 		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
 			seconds = atof(argv[++i]);
 		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)

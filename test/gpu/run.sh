@@ -88,6 +88,8 @@ if [ -n "$STRESS" ]; then
     # Hopper's bulk-copy recheck (128 bytes up to 4 KB rows, 256 beyond),
     # Hopper's warpgroups in step where they take turns (d <= 128), and two
     # batches on the GPU at once, so that every way stays right.
+    # Tensor cores on only (--tc-only): none of these settings touches the
+    # FP64 path, and without it the passes reach higher d in their time.
     # (A setting may be several, comma-separated: 128-byte copies three deep,
     # and a batch's recheck beside the next batch's tile kernel of three
     # stages.)
@@ -96,7 +98,7 @@ if [ -n "$STRESS" ]; then
                    TCJOIN_BATCH_DEPTH=2,TCJOIN_WG_STAGES=3,TCJOIN_RECHECK=bulk128; do
         echo "== GPU against CPU, brute force with $setting"
         IFS=, read -r -a envs <<<"$setting"
-        env "${envs[@]}" timeout 200 "$OUT/gpu_vs_cpu" --quick --brute-only --seconds "${RECHECK_SECONDS:-40}" \
+        env "${envs[@]}" timeout 200 "$OUT/gpu_vs_cpu" --quick --brute-only --tc-only --seconds "${RECHECK_SECONDS:-40}" \
             | tee "$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | sed 's/,TCJOIN_/,/g' | tr '=A-Z_,' '-a-z-+').log"
         add_counts "$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | sed 's/,TCJOIN_/,/g' | tr '=A-Z_,' '-a-z-+').log"
     done
