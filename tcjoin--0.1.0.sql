@@ -60,7 +60,10 @@ CREATE FUNCTION tc_last_stats(
     OUT total_ms double precision,
     OUT gpu_blocks integer,
     OUT auto_grid_ms double precision,
-    OUT auto_brute_ms double precision)
+    OUT auto_brute_ms double precision,
+    OUT gpu_kernels text,
+    OUT gpu_batches bigint,
+    OUT gpu_reruns bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'tc_last_stats'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;

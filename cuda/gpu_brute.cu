@@ -2390,26 +2390,33 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		rk = by_type(recheck_bulk_kernel<float, true, 128, 3>, recheck_bulk_kernel<float, false, 128, 3>,
 					 recheck_bulk_kernel<double, false, 128, 3>);
 		rk_smem = RB_SMEM(128, 3);
+		stats->gpu_recheck = "bulk-copy, 128 B, three deep";
 	}
 	else if (rb_chunk == 128)
 	{
 		rk = by_type(recheck_bulk_kernel<float, true, 128, 2>, recheck_bulk_kernel<float, false, 128, 2>,
 					 recheck_bulk_kernel<double, false, 128, 2>);
 		rk_smem = RB_SMEM(128, 2);
+		stats->gpu_recheck = "bulk-copy, 128 B";
 	}
 	else if (rb_chunk == 256)
 	{
 		rk = by_type(recheck_bulk_kernel<float, true, 256, 2>, recheck_bulk_kernel<float, false, 256, 2>,
 					 recheck_bulk_kernel<double, false, 256, 2>);
 		rk_smem = RB_SMEM(256, 2);
+		stats->gpu_recheck = "bulk-copy, 256 B";
 	}
 	else if (rc_vec)
+	{
 		rk = by_type(recheck_vec_kernel<float, true>, recheck_vec_kernel<float, false>,
 					 recheck_vec_kernel<double, false>);
+		stats->gpu_recheck = "lane";
+	}
 	else
 	{
 		rk = by_type(recheck_kernel<float, true>, recheck_kernel<float, false>, recheck_kernel<double, false>);
 		rk_smem = !bd.approx && a->type == TC_FLOAT8 ? RC_SMEM(double) : RC_SMEM(float);
+		stats->gpu_recheck = "staged";
 	}
 	/* dynamic shared memory past the 48 KB a block gets by default */
 	if (rk_smem > 0)

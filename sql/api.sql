@@ -165,6 +165,14 @@ SELECT device IN ('cpu', 'gpu') AS device_ok,
        load_ms >= 0 AND index_ms >= 0 AND join_ms >= 0 AND output_ms >= 0 AS times_ok,
        total_ms >= greatest(load_ms, index_ms, join_ms, output_ms) AS total_ok
   FROM tc_last_stats();
+-- ... with the GPU's batches and reruns where a GPU ran it, and the kernels
+-- of FP16 brute force (NULL otherwise) ...
+SELECT (device = 'gpu') = (gpu_batches IS NOT NULL) AS gpu_batches_ok,
+       (device = 'gpu') = (gpu_reruns IS NOT NULL) AS gpu_reruns_ok,
+       coalesce(gpu_batches >= 1 AND gpu_reruns BETWEEN 0 AND gpu_batches, true) AS gpu_counts_ok,
+       (device = 'gpu' AND method = 'brute' AND tensor_cores) = (gpu_kernels IS NOT NULL) AS gpu_kernels_ok,
+       coalesce(gpu_kernels LIKE '% + % recheck', true) AS gpu_kernels_form_ok
+  FROM tc_last_stats();
 -- ... and is left alone by a call that returns early on NULL arguments.
 SELECT count(*) FROM tc_selfjoin('pts', 'vec', NULL);
 SELECT n = (SELECT count(v4) FROM base) AS still_last, eps = 0.2 AS same_eps

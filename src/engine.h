@@ -154,7 +154,8 @@ typedef struct TcJoinStats
 	/* GPU brute force: tile pairs of the triangle, and those pruning kept. */
 	uint64_t	gpu_tile_pairs;
 	uint64_t	gpu_tile_pairs_kept;
-	const char *gpu_kernel;		/* "wgmma" (Hopper) or "mma.sync" */
+	const char *gpu_kernel;		/* "wgmma" (Hopper), "wgmma, ping-pong" or "mma.sync" */
+	const char *gpu_recheck;	/* its second kernel: "bulk-copy, 128 B", "lane", ... */
 	/*
 	 * What filtered candidates before the exact sum: "none", "float32"
 	 * (CPU brute force), "fp64 tensor cores" (GPU grid), "fp16 tensor

@@ -80,6 +80,9 @@ typedef struct LastStats
 	int			gpu_blocks;		/* GPU brute force: row blocks (0: none ran) */
 	double		auto_grid_ms;	/* auto's cost model on the GPU (0: not asked) */
 	double		auto_brute_ms;
+	char		gpu_kernels[80];	/* GPU brute force: its kernels ("": none ran) */
+	int64		gpu_batches;	/* GPU joins: batches, reruns included (-1: CPU) */
+	int64		gpu_reruns;
 } LastStats;
 
 static LastStats last_stats;
@@ -198,6 +201,12 @@ record_stats(int64 n, int d, double eps, const TcRunStats *rs,
 	ls->gpu_blocks = rs->join.gpu_kernel ? rs->join.gpu_blocks : 0;
 	ls->auto_grid_ms = rs->join.auto_grid_seconds * 1000;
 	ls->auto_brute_ms = rs->join.auto_brute_seconds * 1000;
+	ls->gpu_kernels[0] = '\0';
+	if (rs->join.gpu_kernel)
+		snprintf(ls->gpu_kernels, sizeof(ls->gpu_kernels), "%s + %s recheck", rs->join.gpu_kernel,
+				 rs->join.gpu_recheck ? rs->join.gpu_recheck : "no");
+	ls->gpu_batches = strcmp(ls->device, "gpu") == 0 ? rs->join.gpu_batches : -1;
+	ls->gpu_reruns = strcmp(ls->device, "gpu") == 0 ? rs->join.gpu_reruns : -1;
 
 	if (tc_log_stats)
 		ereport(INFO,
@@ -366,8 +375,8 @@ tc_last_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const LastStats *ls = &last_stats;
-	Datum		values[21];
-	bool		nulls[21] = {0};
+	Datum		values[24];
+	bool		nulls[24] = {0};
 	Datum		dims[8];
 	int			i = 0;
 
@@ -410,6 +419,12 @@ tc_last_stats(PG_FUNCTION_ARGS)
 	values[i++] = Float8GetDatum(ls->auto_grid_ms);
 	nulls[i] = ls->auto_grid_ms == 0;
 	values[i++] = Float8GetDatum(ls->auto_brute_ms);
+	nulls[i] = ls->gpu_kernels[0] == '\0';
+	values[i++] = CStringGetTextDatum(ls->gpu_kernels);
+	nulls[i] = ls->gpu_batches < 0;
+	values[i++] = Int64GetDatum(ls->gpu_batches);
+	nulls[i] = ls->gpu_reruns < 0;
+	values[i++] = Int64GetDatum(ls->gpu_reruns);
 	Assert(i == lengthof(values));
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	PG_RETURN_NULL();

@@ -519,9 +519,9 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 		{
 			double		filter_s = st->gpu_kernel_seconds - st->gpu_recheck_seconds;
 
-			printf("  brute force on the GPU: %s kernel; upload %.3f s, ordering %.3f s; %d block%s\n",
-				   st->gpu_kernel, st->gpu_upload_seconds, st->gpu_order_seconds, st->gpu_blocks,
-				   st->gpu_blocks == 1 ? " (whole)" : "s, streamed");
+			printf("  brute force on the GPU: %s kernel, %s recheck; upload %.3f s, ordering %.3f s; %d block%s\n",
+				   st->gpu_kernel, st->gpu_recheck ? st->gpu_recheck : "no", st->gpu_upload_seconds,
+				   st->gpu_order_seconds, st->gpu_blocks, st->gpu_blocks == 1 ? " (whole)" : "s, streamed");
 			printf("  of the kernels: the tensor-core filter %.3f s (%.1f TFLOP/s), the exact recheck adds %.3f s\n",
 				   filter_s, filter_s > 0 ? flops / filter_s / 1e12 : 0.0, st->gpu_recheck_seconds);
 		}
