@@ -170,7 +170,7 @@ SELECT device IN ('cpu', 'gpu') AS device_ok,
 SELECT (device = 'gpu') = (gpu_batches IS NOT NULL) AS gpu_batches_ok,
        (device = 'gpu') = (gpu_reruns IS NOT NULL) AS gpu_reruns_ok,
        coalesce(gpu_batches >= 1 AND gpu_reruns BETWEEN 0 AND gpu_batches, true) AS gpu_counts_ok,
-       (device = 'gpu' AND method = 'brute' AND tensor_cores) = (gpu_kernels IS NOT NULL) AS gpu_kernels_ok,
+       (device = 'gpu' AND filter LIKE 'fp16 tensor cores%') = (gpu_kernels IS NOT NULL) AS gpu_kernels_ok,
        coalesce(gpu_kernels LIKE '% + % recheck', true) AS gpu_kernels_form_ok
   FROM tc_last_stats();
 -- ... and is left alone by a call that returns early on NULL arguments.
