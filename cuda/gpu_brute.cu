@@ -502,18 +502,17 @@ prune_kernel(const float *cen, const float *rad, int d, unsigned int nt, double 
 	unsigned long long bi,
 				bj;
 	bool		keep = tile_pair_at(t, u0, u1, nt, &bi, &bj);
-	/* the square's first row and column tiles (thread 0's pair; 256 threads, one square) */
-	unsigned long long r0,
-				c0;
+	/*
+	 * the square's first row and column tiles: thread l's pair is (r0 + l /
+	 * PRUNE_SQ, c0 + l % PRUNE_SQ), set even where it is no pair (u < u1:
+	 * the grid is one block a square of the band)
+	 */
+	const unsigned long long r0 = bi - threadIdx.x / PRUNE_SQ,
+				c0 = bj - threadIdx.x % PRUNE_SQ;
 
 	if (split > 0 && !(bi < split && bj >= split))
 		keep = false;			/* a streamed join's two blocks: only pairs across them */
 
-	{
-		unsigned long long b0 = (unsigned long long) blockIdx.x * blockDim.x;
-
-		(void) tile_pair_at(b0, u0, u1, nt, &r0, &c0);
-	}
 	if (__syncthreads_or(keep && bj != bi))
 	{
 		/* in float8: a float4 sum of squares overflows from centres 1.8e19 apart */
@@ -2334,11 +2333,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	}
 
 	/*
-	 * The warpgroups take turns at the MMAs where an item's slices fill at
-	 * most half the stages (d <= 128): there the epilogue weighs as much as
-	 * the MMAs.  TCJOIN_PINGPONG=0 keeps them in step, for comparison.
-	 */
-	/*
 	 * TCJOIN_WG_STAGES=3 (for measuring): a ring of three stages instead of
 	 * four, which leaves room on a multiprocessor beside the tile kernel's
 	 * block for one block of the 128-byte bulk-copy recheck, so that with
@@ -2347,6 +2341,11 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 */
 	const int	wg_stages = getenv("TCJOIN_WG_STAGES") && atoi(getenv("TCJOIN_WG_STAGES")) == 3 ? 3 : WG_STAGES;
 
+	/*
+	 * The warpgroups take turns at the MMAs where an item's slices fill at
+	 * most half the stages (d <= 128): there the epilogue weighs as much as
+	 * the MMAs.  TCJOIN_PINGPONG=0 keeps them in step, for comparison.
+	 */
 	bd.pingpong = wgmma && 2 * ((bd.dpad + WG_BK - 1) / WG_BK) <= wg_stages &&
 		!(getenv("TCJOIN_PINGPONG") && strcmp(getenv("TCJOIN_PINGPONG"), "0") == 0);
 	if (bd.pingpong)
@@ -2370,11 +2369,12 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * of one; 3 blocks of 4 warps an SM instead of 4.
 	 */
 	const int	rb_slots = getenv("TCJOIN_RECHECK_SLOTS") && atoi(getenv("TCJOIN_RECHECK_SLOTS")) == 3 ? 3 : 2;
-	const int	rb_chunk = !(rc_vec && wgmma) ? 0 :
-		!rc_force ? (rc_row_bytes <= 4096 ? 128 : 256) :
-		strcmp(rc_force, "bulk128") == 0 ? 128 : strcmp(rc_force, "bulk") == 0 ? 256 :
-		strcmp(rc_force, "lane") == 0 || strcmp(rc_force, "staged") == 0 ? 0 :
-		(rc_row_bytes <= 4096 ? 128 : 256);
+	const bool	rc_forced = rc_force != NULL;
+	const int	rb_chunk = !(rc_vec && wgmma) ||
+		(rc_forced && (strcmp(rc_force, "lane") == 0 || strcmp(rc_force, "staged") == 0)) ? 0 :
+		rc_forced && strcmp(rc_force, "bulk128") == 0 ? 128 :
+		rc_forced && strcmp(rc_force, "bulk") == 0 ? 256 :
+		rc_row_bytes <= 4096 ? 128 : 256;
 
 	/* The recheck's kernel for this join, its grid and its shared memory. */
 	typedef void (*RecheckFn) (BruteDev, BruteBatch);

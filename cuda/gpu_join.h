@@ -298,6 +298,10 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 	bool		rate_seen = false;
 	TcStatus	st;
 
+	/* TCJOIN_TRACE: each batch's times on stderr, for measuring */
+	const bool	trace = getenv("TCJOIN_TRACE") != NULL;
+	const double h_base = tc_now();
+
 	/*
 	 * One launched batch's end: the host waits for it and adds its kernel
 	 * time.  With two batches on the GPU their spans overlap, so the
@@ -306,10 +310,6 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 	 * batch's tensor-core kernel ran beside: it is the time the recheck
 	 * adds.  At depth 1 both are plain sums.
 	 */
-	/* TCJOIN_TRACE: each batch's times on stderr, for measuring */
-	const bool	trace = getenv("TCJOIN_TRACE") != NULL;
-	const double h_base = tc_now();
-
 	double		prev[3] = {0, 0, 0};	/* the last finished batch's start, recheck, end */
 	double		busy = 0;		/* the spans' union ends here */
 	bool		have_prev = false;
@@ -354,6 +354,14 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 					rate_slot > 0 ? h_meta[s][rate_slot] : 0, h_meta[s][1] ? " (overflow)" : "");
 		return TC_OK;
 	};
+	/* the oldest batch in flight, taken off the list */
+	auto		pop = [&] () {
+		const int	s = fly[0];
+
+		fly[0] = fly[1];
+		nfly--;
+		return s;
+	};
 
 	CHECK(cudaEventRecord(g->kev_base, g->stream[0]));
 	depth = depth < 1 ? 1 : depth > 2 ? 2 : depth;
@@ -395,10 +403,8 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 		if (nfly == 0)
 			break;
 
-		const int	s = fly[0];
+		const int	s = pop();
 
-		fly[0] = fly[1];
-		nfly--;
 		if ((st = finish(s)) != TC_OK)
 			return st;
 		if (h_meta[s][1] != 0)
@@ -416,11 +422,7 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 			/* the batch after it is dropped: its range comes again */
 			while (nfly > 0)
 			{
-				const int	t = fly[0];
-
-				fly[0] = fly[1];
-				nfly--;
-				if ((st = finish(t)) != TC_OK)
+				if ((st = finish(pop())) != TC_OK)
 					return st;
 				stats->gpu_reruns++;
 			}

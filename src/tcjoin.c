@@ -205,8 +205,13 @@ record_stats(int64 n, int d, double eps, const TcRunStats *rs,
 	if (rs->join.gpu_kernel)
 		snprintf(ls->gpu_kernels, sizeof(ls->gpu_kernels), "%s + %s recheck", rs->join.gpu_kernel,
 				 rs->join.gpu_recheck ? rs->join.gpu_recheck : "no");
-	ls->gpu_batches = strcmp(ls->device, "gpu") == 0 ? rs->join.gpu_batches : -1;
-	ls->gpu_reruns = strcmp(ls->device, "gpu") == 0 ? rs->join.gpu_reruns : -1;
+	/* NULL for a CPU join: -1 */
+	ls->gpu_batches = ls->gpu_reruns = -1;
+	if (strcmp(ls->device, "gpu") == 0)
+	{
+		ls->gpu_batches = rs->join.gpu_batches;
+		ls->gpu_reruns = rs->join.gpu_reruns;
+	}
 
 	if (tc_log_stats)
 		ereport(INFO,
