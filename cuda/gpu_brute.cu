@@ -879,8 +879,13 @@ cand_count_kernel(BruteBatch b, unsigned int *count)
 		atomicAdd(&count[b.cand[c].x], 1u);
 }
 
+/*
+ * Candidate c to its group's next place: offset[p.x] plus a cursor taken
+ * from cursor[p.x] (zeroed after the scan), so that offset keeps each
+ * group's start, for the sort by second point below.
+ */
 __global__ void
-cand_scatter_kernel(BruteBatch b, unsigned int *offset, uint2 *out)
+cand_scatter_kernel(BruteBatch b, const unsigned int *offset, unsigned int *cursor, uint2 *out)
 {
 	const unsigned int nc = batch_candidates(b);
 
@@ -888,7 +893,7 @@ cand_scatter_kernel(BruteBatch b, unsigned int *offset, uint2 *out)
 	{
 		const uint2 p = b.cand[c];
 
-		out[atomicAdd(&offset[p.x], 1u)] = p;
+		out[offset[p.x] + atomicAdd(&cursor[p.x], 1u)] = p;
 	}
 }
 
@@ -2214,8 +2219,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			   *h_meta[2];		/* pair count, overflow, candidate count */
 	uint2	   *d_cand[2],
 			   *d_grouped[2] = {NULL, NULL};	/* the candidates grouped by first point */
-	unsigned int *d_group[2] = {NULL, NULL};	/* per position: count, then offset */
-	void	   *d_gscan[2] = {NULL, NULL};
+	unsigned int *d_group[2] = {NULL, NULL};	/* per position and one past: count, then offset */
+	void	   *d_gscan[2] = {NULL, NULL};	/* the scan's (and the sort's) scratch */
 	size_t		gscan_bytes = 0;
 	unsigned long long *d_cnt,	/* queue x 2, then (candidates, rechecked) x 2 */
 			   *h_cnt;			/* (candidates, rechecked) x 2: a batch's, read when kept */
@@ -2268,6 +2273,12 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 */
 	bool		group = rc_vec && B == 0 &&
 		!(getenv("TCJOIN_RECHECK_GROUP") && strcmp(getenv("TCJOIN_RECHECK_GROUP"), "0") == 0);
+	/*
+	 * TCJOIN_RECHECK_SORT=1 (for measuring): each group's candidates also
+	 * sorted by second point, so that the warps working at once ask for
+	 * second rows in the same order and more of them come from L2.
+	 */
+	const bool	sort_groups = getenv("TCJOIN_RECHECK_SORT") && strcmp(getenv("TCJOIN_RECHECK_SORT"), "1") == 0;
 
 	/*
 	 * Batches one at a time: with two on the GPU (TCJOIN_BATCH_DEPTH=2,
@@ -2466,18 +2477,28 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 */
 	if (group)
 	{
-		const size_t need = 2 * (sizeof(uint2) * capacity + sizeof(unsigned int) * 2 * nt_max * BT);
+		const size_t need = 2 * (sizeof(uint2) * capacity + sizeof(unsigned int) * 2 * (nt_max * BT + 1));
 		size_t		free_b = 0,
 					total_b = 0;
 
 		CHECK(cub::DeviceScan::ExclusiveSum(NULL, gscan_bytes, (unsigned int *) NULL, (unsigned int *) NULL,
-											(int) (nt_max * BT), g->stream[0]));
+											(int) (nt_max * BT + 1), g->stream[0]));
+		if (sort_groups)
+		{
+			size_t		sort_bytes = 0;
+			cub::DoubleBuffer<unsigned long long> keys(NULL, NULL);
+
+			CHECK(cub::DeviceSegmentedSort::SortKeys(NULL, sort_bytes, keys, (int64_t) capacity,
+													 (int64_t) (nt_max * BT), (const unsigned int *) NULL,
+													 (const unsigned int *) NULL, g->stream[0]));
+			gscan_bytes = std::max(gscan_bytes, sort_bytes);
+		}
 		CHECK(cudaMemGetInfo(&free_b, &total_b));
 		group = g->limit > 0 ? g->used + need + 2 * gscan_bytes + (64 << 10) <= g->limit :
 			need + 2 * gscan_bytes + (256 << 20) <= free_b;
 		for (int i = 0; i < 2 && group; i++)
 			if (dev_alloc(g, (void **) &d_grouped[i], sizeof(uint2) * capacity, NULL) != TC_OK ||
-				dev_alloc(g, (void **) &d_group[i], sizeof(unsigned int) * 2 * nt_max * BT, NULL) != TC_OK ||
+				dev_alloc(g, (void **) &d_group[i], sizeof(unsigned int) * 2 * (nt_max * BT + 1), NULL) != TC_OK ||
 				dev_alloc(g, &d_gscan[i], std::max(gscan_bytes, (size_t) 16), NULL) != TC_OK)
 				group = false;
 		if (!group)
@@ -2614,15 +2635,33 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				if (group)
 				{
 					const int	rows = (int) (bd.ntiles * BT);
-					unsigned int *offset = d_group[cur] + nt_max * BT;
+					unsigned int *count = d_group[cur],
+							   *offset = d_group[cur] + nt_max * BT + 1;
 
-					CHECK(cudaMemsetAsync(d_group[cur], 0, sizeof(unsigned int) * rows, s));
-					cand_count_kernel<<<sms * 4, 256, 0, s>>>(bb, d_group[cur]);
+					/* one past the last position, counted 0: its offset ends the last group */
+					CHECK(cudaMemsetAsync(count, 0, sizeof(unsigned int) * (rows + 1), s));
+					cand_count_kernel<<<sms * 4, 256, 0, s>>>(bb, count);
 					CHECK(cudaGetLastError());
-					CHECK(cub::DeviceScan::ExclusiveSum(d_gscan[cur], gscan_bytes, d_group[cur], offset, rows, s));
-					cand_scatter_kernel<<<sms * 4, 256, 0, s>>>(bb, offset, d_grouped[cur]);
+					CHECK(cub::DeviceScan::ExclusiveSum(d_gscan[cur], gscan_bytes, count, offset, rows + 1, s));
+					CHECK(cudaMemsetAsync(count, 0, sizeof(unsigned int) * rows, s));
+					cand_scatter_kernel<<<sms * 4, 256, 0, s>>>(bb, offset, count, d_grouped[cur]);
 					CHECK(cudaGetLastError());
 					bb.cand = d_grouped[cur];
+					if (sort_groups)
+					{
+						/*
+						 * A group's keys share their low word (the first
+						 * point), so as 64-bit keys they sort by the second;
+						 * the filter's buffer, read, is the other half.
+						 */
+						cub::DoubleBuffer<unsigned long long> keys((unsigned long long *) d_grouped[cur],
+																   (unsigned long long *) d_cand[cur]);
+						size_t		bytes = gscan_bytes;
+
+						CHECK(cub::DeviceSegmentedSort::SortKeys(d_gscan[cur], bytes, keys, (int64_t) capacity,
+																 (int64_t) rows, offset, offset + 1, s));
+						bb.cand = (uint2 *) keys.Current();
+					}
 				}
 				rk<<<rk_grid, RC_WARPS * WARP, rk_smem, s>>>(bd, bb);
 				CHECK(cudaGetLastError());

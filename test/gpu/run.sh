@@ -10,7 +10,8 @@
 # 256-byte bulk copies at every row length in place of Hopper's default,
 # TCJOIN_RECHECK=lane and bulk, with 128-byte copies three deep
 # (TCJOIN_RECHECK_SLOTS=3), with Hopper's warpgroups in step at d <= 128
-# (TCJOIN_PINGPONG=0), with two batches on the GPU at once (and again with a
+# (TCJOIN_PINGPONG=0), with each group's candidates sorted by second point
+# (TCJOIN_RECHECK_SORT=1), with two batches on the GPU at once (and again with a
 # tile kernel of three stages and the 128-byte bulk-copy recheck beside it),
 # TCJOIN_BATCH_DEPTH=2, RECHECK_SECONDS each), then engine
 # benchmarks of the GPU paths (and with --sql, the same join through
@@ -93,14 +94,17 @@ if [ -n "$STRESS" ]; then
     # (A setting may be several, comma-separated: 128-byte copies three deep,
     # and a batch's recheck beside the next batch's tile kernel of three
     # stages.)
-    for setting in TCJOIN_RECHECK=staged TCJOIN_RECHECK_GROUP=0 TCJOIN_RECHECK=lane TCJOIN_RECHECK=bulk \
-                   TCJOIN_PINGPONG=0 TCJOIN_BATCH_DEPTH=2 TCJOIN_RECHECK=bulk128,TCJOIN_RECHECK_SLOTS=3 \
-                   TCJOIN_BATCH_DEPTH=2,TCJOIN_WG_STAGES=3,TCJOIN_RECHECK=bulk128; do
+    # RECHECK_SETTINGS replaces the list.
+    for setting in ${RECHECK_SETTINGS:-TCJOIN_RECHECK=staged TCJOIN_RECHECK_GROUP=0 TCJOIN_RECHECK=lane \
+                   TCJOIN_RECHECK=bulk TCJOIN_PINGPONG=0 TCJOIN_BATCH_DEPTH=2 TCJOIN_RECHECK_SORT=1 \
+                   TCJOIN_RECHECK=bulk128,TCJOIN_RECHECK_SLOTS=3 \
+                   TCJOIN_BATCH_DEPTH=2,TCJOIN_WG_STAGES=3,TCJOIN_RECHECK=bulk128}; do
         echo "== GPU against CPU, brute force with $setting"
         IFS=, read -r -a envs <<<"$setting"
+        log=$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | sed 's/,TCJOIN_/,/g' | tr '=A-Z_,' '-a-z-.').log
         env "${envs[@]}" timeout 200 "$OUT/gpu_vs_cpu" --quick --brute-only --tc-only --seconds "${RECHECK_SECONDS:-40}" \
-            | tee "$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | sed 's/,TCJOIN_/,/g' | tr '=A-Z_,' '-a-z-+').log"
-        add_counts "$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | sed 's/,TCJOIN_/,/g' | tr '=A-Z_,' '-a-z-+').log"
+            | tee "$log"
+        add_counts "$log"
     done
 fi
 
