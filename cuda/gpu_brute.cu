@@ -879,13 +879,8 @@ cand_count_kernel(BruteBatch b, unsigned int *count)
 		atomicAdd(&count[b.cand[c].x], 1u);
 }
 
-/*
- * Candidate c to its group's next place: offset[p.x] plus a cursor taken
- * from cursor[p.x] (zeroed after the scan), so that offset keeps each
- * group's start, for the sort by second point below.
- */
 __global__ void
-cand_scatter_kernel(BruteBatch b, const unsigned int *offset, unsigned int *cursor, uint2 *out)
+cand_scatter_kernel(BruteBatch b, unsigned int *offset, uint2 *out)
 {
 	const unsigned int nc = batch_candidates(b);
 
@@ -893,7 +888,7 @@ cand_scatter_kernel(BruteBatch b, const unsigned int *offset, unsigned int *curs
 	{
 		const uint2 p = b.cand[c];
 
-		out[offset[p.x] + atomicAdd(&cursor[p.x], 1u)] = p;
+		out[atomicAdd(&offset[p.x], 1u)] = p;
 	}
 }
 
@@ -2219,8 +2214,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			   *h_meta[2];		/* pair count, overflow, candidate count */
 	uint2	   *d_cand[2],
 			   *d_grouped[2] = {NULL, NULL};	/* the candidates grouped by first point */
-	unsigned int *d_group[2] = {NULL, NULL};	/* per position and one past: count, then offset */
-	void	   *d_gscan[2] = {NULL, NULL};	/* the scan's (and the sort's) scratch */
+	unsigned int *d_group[2] = {NULL, NULL};	/* per position: count, then offset */
+	void	   *d_gscan[2] = {NULL, NULL};
 	size_t		gscan_bytes = 0;
 	unsigned long long *d_cnt,	/* queue x 2, then (candidates, rechecked) x 2 */
 			   *h_cnt;			/* (candidates, rechecked) x 2: a batch's, read when kept */
@@ -2273,12 +2268,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 */
 	bool		group = rc_vec && B == 0 &&
 		!(getenv("TCJOIN_RECHECK_GROUP") && strcmp(getenv("TCJOIN_RECHECK_GROUP"), "0") == 0);
-	/*
-	 * TCJOIN_RECHECK_SORT=1 (for measuring): each group's candidates also
-	 * sorted by second point, so that the warps working at once ask for
-	 * second rows in the same order and more of them come from L2.
-	 */
-	const bool	sort_groups = getenv("TCJOIN_RECHECK_SORT") && strcmp(getenv("TCJOIN_RECHECK_SORT"), "1") == 0;
 
 	/*
 	 * Batches one at a time: with two on the GPU (TCJOIN_BATCH_DEPTH=2,
@@ -2299,10 +2288,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 								   cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
 		CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<true, WG_STAGES>,
 								   cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
-		CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<false, 3>,
-								   cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_FOR(3)));
-		CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<true, 3>,
-								   cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_FOR(3)));
 	}
 
 	/*
@@ -2335,7 +2320,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		}
 		if (wgmma)
 			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_wgmma_kernel<false, WG_STAGES>,
-																WG_THREADS, WG_SMEM));	/* 1; with 3 stages too */
+																WG_THREADS, WG_SMEM));	/* 1 */
 		else
 			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_kernel,
 																BRUTE_THREADS, TILE_SMEM));
@@ -2344,20 +2329,11 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	}
 
 	/*
-	 * TCJOIN_WG_STAGES=3 (for measuring): a ring of three stages instead of
-	 * four, which leaves room on a multiprocessor beside the tile kernel's
-	 * block for one block of the 128-byte bulk-copy recheck, so that with
-	 * two batches on the GPU (TCJOIN_BATCH_DEPTH=2, TCJOIN_RECHECK=bulk128)
-	 * a batch's recheck can run beside the next one's tile kernel.
-	 */
-	const int	wg_stages = getenv("TCJOIN_WG_STAGES") && atoi(getenv("TCJOIN_WG_STAGES")) == 3 ? 3 : WG_STAGES;
-
-	/*
 	 * The warpgroups take turns at the MMAs where an item's slices fill at
 	 * most half the stages (d <= 128): there the epilogue weighs as much as
 	 * the MMAs.  TCJOIN_PINGPONG=0 keeps them in step, for comparison.
 	 */
-	bd.pingpong = wgmma && 2 * ((bd.dpad + WG_BK - 1) / WG_BK) <= wg_stages &&
+	bd.pingpong = wgmma && 2 * ((bd.dpad + WG_BK - 1) / WG_BK) <= WG_STAGES &&
 		!(getenv("TCJOIN_PINGPONG") && strcmp(getenv("TCJOIN_PINGPONG"), "0") == 0);
 	if (bd.pingpong)
 		stats->gpu_kernel = "wgmma, ping-pong";
@@ -2374,12 +2350,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * TCJOIN_RECHECK=lane the lane kernel, for comparison.
 	 */
 	const size_t rc_row_bytes = bd.approx ? (size_t) bd.dpad * sizeof(__half) : rowbytes;
-	/*
-	 * TCJOIN_RECHECK_SLOTS=3 (for measuring, 128-byte copies): two chunks
-	 * of each lane's second row in flight while it sums a third, instead
-	 * of one; 3 blocks of 4 warps an SM instead of 4.
-	 */
-	const int	rb_slots = getenv("TCJOIN_RECHECK_SLOTS") && atoi(getenv("TCJOIN_RECHECK_SLOTS")) == 3 ? 3 : 2;
 	const bool	rc_forced = rc_force != NULL;
 	const int	rb_chunk = !(rc_vec && wgmma) ||
 		(rc_forced && (strcmp(rc_force, "lane") == 0 || strcmp(rc_force, "staged") == 0)) ? 0 :
@@ -2396,14 +2366,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	unsigned int rk_grid = (unsigned int) sms * 8;
 	size_t		rk_smem = 0;
 
-	if (rb_chunk == 128 && rb_slots == 3)
-	{
-		rk = by_type(recheck_bulk_kernel<float, true, 128, 3>, recheck_bulk_kernel<float, false, 128, 3>,
-					 recheck_bulk_kernel<double, false, 128, 3>);
-		rk_smem = RB_SMEM(128, 3);
-		stats->gpu_recheck = "bulk-copy, 128 B, three deep";
-	}
-	else if (rb_chunk == 128)
+	if (rb_chunk == 128)
 	{
 		rk = by_type(recheck_bulk_kernel<float, true, 128, 2>, recheck_bulk_kernel<float, false, 128, 2>,
 					 recheck_bulk_kernel<double, false, 128, 2>);
@@ -2477,28 +2440,18 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 */
 	if (group)
 	{
-		const size_t need = 2 * (sizeof(uint2) * capacity + sizeof(unsigned int) * 2 * (nt_max * BT + 1));
+		const size_t need = 2 * (sizeof(uint2) * capacity + sizeof(unsigned int) * 2 * nt_max * BT);
 		size_t		free_b = 0,
 					total_b = 0;
 
 		CHECK(cub::DeviceScan::ExclusiveSum(NULL, gscan_bytes, (unsigned int *) NULL, (unsigned int *) NULL,
-											(int) (nt_max * BT + 1), g->stream[0]));
-		if (sort_groups)
-		{
-			size_t		sort_bytes = 0;
-			cub::DoubleBuffer<unsigned long long> keys(NULL, NULL);
-
-			CHECK(cub::DeviceSegmentedSort::SortKeys(NULL, sort_bytes, keys, (int64_t) capacity,
-													 (int64_t) (nt_max * BT), (const unsigned int *) NULL,
-													 (const unsigned int *) NULL, g->stream[0]));
-			gscan_bytes = std::max(gscan_bytes, sort_bytes);
-		}
+											(int) (nt_max * BT), g->stream[0]));
 		CHECK(cudaMemGetInfo(&free_b, &total_b));
 		group = g->limit > 0 ? g->used + need + 2 * gscan_bytes + (64 << 10) <= g->limit :
 			need + 2 * gscan_bytes + (256 << 20) <= free_b;
 		for (int i = 0; i < 2 && group; i++)
 			if (dev_alloc(g, (void **) &d_grouped[i], sizeof(uint2) * capacity, NULL) != TC_OK ||
-				dev_alloc(g, (void **) &d_group[i], sizeof(unsigned int) * 2 * (nt_max * BT + 1), NULL) != TC_OK ||
+				dev_alloc(g, (void **) &d_group[i], sizeof(unsigned int) * 2 * nt_max * BT, NULL) != TC_OK ||
 				dev_alloc(g, &d_gscan[i], std::max(gscan_bytes, (size_t) 16), NULL) != TC_OK)
 				group = false;
 		if (!group)
@@ -2619,14 +2572,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				CHECK(cudaEventRecord(g->kev[cur][0], s));
 				if (wgmma)
 				{
-					const size_t smem = WG_SMEM_FOR(wg_stages);
-
-					if (wg_stages == 3)
-						(bd.approx ? brute_wgmma_kernel<true, 3> : brute_wgmma_kernel<false, 3>)
-							<<<blocks, WG_THREADS, smem, s>>>(tmap, bd, bb);
-					else
-						(bd.approx ? brute_wgmma_kernel<true, WG_STAGES> : brute_wgmma_kernel<false, WG_STAGES>)
-							<<<blocks, WG_THREADS, smem, s>>>(tmap, bd, bb);
+					(bd.approx ? brute_wgmma_kernel<true, WG_STAGES> : brute_wgmma_kernel<false, WG_STAGES>)
+						<<<blocks, WG_THREADS, WG_SMEM, s>>>(tmap, bd, bb);
 				}
 				else
 					brute_kernel<<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
@@ -2635,33 +2582,15 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				if (group)
 				{
 					const int	rows = (int) (bd.ntiles * BT);
-					unsigned int *count = d_group[cur],
-							   *offset = d_group[cur] + nt_max * BT + 1;
+					unsigned int *offset = d_group[cur] + nt_max * BT;
 
-					/* one past the last position, counted 0: its offset ends the last group */
-					CHECK(cudaMemsetAsync(count, 0, sizeof(unsigned int) * (rows + 1), s));
-					cand_count_kernel<<<sms * 4, 256, 0, s>>>(bb, count);
+					CHECK(cudaMemsetAsync(d_group[cur], 0, sizeof(unsigned int) * rows, s));
+					cand_count_kernel<<<sms * 4, 256, 0, s>>>(bb, d_group[cur]);
 					CHECK(cudaGetLastError());
-					CHECK(cub::DeviceScan::ExclusiveSum(d_gscan[cur], gscan_bytes, count, offset, rows + 1, s));
-					CHECK(cudaMemsetAsync(count, 0, sizeof(unsigned int) * rows, s));
-					cand_scatter_kernel<<<sms * 4, 256, 0, s>>>(bb, offset, count, d_grouped[cur]);
+					CHECK(cub::DeviceScan::ExclusiveSum(d_gscan[cur], gscan_bytes, d_group[cur], offset, rows, s));
+					cand_scatter_kernel<<<sms * 4, 256, 0, s>>>(bb, offset, d_grouped[cur]);
 					CHECK(cudaGetLastError());
 					bb.cand = d_grouped[cur];
-					if (sort_groups)
-					{
-						/*
-						 * A group's keys share their low word (the first
-						 * point), so as 64-bit keys they sort by the second;
-						 * the filter's buffer, read, is the other half.
-						 */
-						cub::DoubleBuffer<unsigned long long> keys((unsigned long long *) d_grouped[cur],
-																   (unsigned long long *) d_cand[cur]);
-						size_t		bytes = gscan_bytes;
-
-						CHECK(cub::DeviceSegmentedSort::SortKeys(d_gscan[cur], bytes, keys, (int64_t) capacity,
-																 (int64_t) rows, offset, offset + 1, s));
-						bb.cand = (uint2 *) keys.Current();
-					}
 				}
 				rk<<<rk_grid, RC_WARPS * WARP, rk_smem, s>>>(bd, bb);
 				CHECK(cudaGetLastError());

@@ -8,12 +8,10 @@
 # cases again with the staged recheck kernel, TCJOIN_RECHECK=staged, with
 # the candidates ungrouped, TCJOIN_RECHECK_GROUP=0, with the lane kernel and
 # 256-byte bulk copies at every row length in place of Hopper's default,
-# TCJOIN_RECHECK=lane and bulk, with 128-byte copies three deep
-# (TCJOIN_RECHECK_SLOTS=3), with Hopper's warpgroups in step at d <= 128
-# (TCJOIN_PINGPONG=0), with each group's candidates sorted by second point
-# (TCJOIN_RECHECK_SORT=1), with two batches on the GPU at once (and again with a
-# tile kernel of three stages and the 128-byte bulk-copy recheck beside it),
-# TCJOIN_BATCH_DEPTH=2, RECHECK_SECONDS each), then engine
+# TCJOIN_RECHECK=lane and bulk, with Hopper's warpgroups in step at d <= 128
+# (TCJOIN_PINGPONG=0), with two batches on the GPU at once,
+# TCJOIN_BATCH_DEPTH=2, RECHECK_SECONDS each; RECHECK_SETTINGS replaces
+# that list), then engine
 # benchmarks of the GPU paths (and with --sql, the same join through
 # PostgreSQL against its floors).
 #   test/gpu/run.sh [--quick] [--no-regress] [--no-stress] [--no-bench] [--no-grid-bench] [--sql]
@@ -91,14 +89,9 @@ if [ -n "$STRESS" ]; then
     # batches on the GPU at once, so that every way stays right.
     # Tensor cores on only (--tc-only): none of these settings touches the
     # FP64 path, and without it the passes reach higher d in their time.
-    # (A setting may be several, comma-separated: 128-byte copies three deep,
-    # and a batch's recheck beside the next batch's tile kernel of three
-    # stages.)
-    # RECHECK_SETTINGS replaces the list.
+    # (A setting may be several, comma-separated.)
     for setting in ${RECHECK_SETTINGS:-TCJOIN_RECHECK=staged TCJOIN_RECHECK_GROUP=0 TCJOIN_RECHECK=lane \
-                   TCJOIN_RECHECK=bulk TCJOIN_PINGPONG=0 TCJOIN_BATCH_DEPTH=2 TCJOIN_RECHECK_SORT=1 \
-                   TCJOIN_RECHECK=bulk128,TCJOIN_RECHECK_SLOTS=3 \
-                   TCJOIN_BATCH_DEPTH=2,TCJOIN_WG_STAGES=3,TCJOIN_RECHECK=bulk128}; do
+                   TCJOIN_RECHECK=bulk TCJOIN_PINGPONG=0 TCJOIN_BATCH_DEPTH=2}; do
         echo "== GPU against CPU, brute force with $setting"
         IFS=, read -r -a envs <<<"$setting"
         log=$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | sed 's/,TCJOIN_/,/g' | tr '=A-Z_,' '-a-z-.').log
@@ -153,9 +146,6 @@ if [ -n "$BENCH" ]; then
         TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --exact off --sink count --reps 3
         TCJOIN_RECHECK=bulk128 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         TCJOIN_RECHECK=bulk $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
-        TCJOIN_RECHECK=bulk128 TCJOIN_RECHECK_SLOTS=3 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
-        # a batch's recheck beside the next batch's tile kernel, of three stages to leave it room
-        TCJOIN_BATCH_DEPTH=2 TCJOIN_WG_STAGES=3 TCJOIN_RECHECK=bulk128 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
         # Hopper's warpgroups in step instead of taking turns (they take turns at d <= 128 only)
         [ "$d" -le 128 ] && TCJOIN_PINGPONG=0 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
     done
