@@ -2152,7 +2152,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		unsigned int c = capacity;
 
 		while (c > BRUTE_MIN_CAPACITY && cap_need(c) > avail / 4)
-			c /= 2;
+			c = std::max(c / 2, (unsigned int) BRUTE_MIN_CAPACITY);
 		for (unsigned int b = BT; (unsigned long long) b * 2 < npad; b *= 2)
 			if ((size_t) 2 * b * per_pt + list_need(2ull * b / BT) + cap_need(c) <= avail)
 				B = b;
@@ -2233,7 +2233,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		size_t		room = g->limit > g->used + list_need(nt_max) ? g->limit - g->used - list_need(nt_max) : 0;
 
 		while (capacity > BRUTE_MIN_CAPACITY && cap_need(capacity) > room)
-			capacity /= 2;
+			capacity = std::max(capacity / 2, (unsigned int) BRUTE_MIN_CAPACITY);
 	}
 	for (int i = 0; i < 2; i++)
 	{

@@ -289,6 +289,8 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 			int rate_slot = 0, int depth = 1, Kept kept = Kept())
 {
 	unsigned long long lo = 0;
+	unsigned long long over_lo = 0,
+				over_hi = 0;	/* the last batch that overflowed */
 	unsigned long long r_lo[2] = {0, 0},
 				r_hi[2] = {0, 0};
 	double		r_bound[2] = {0, 0};
@@ -411,13 +413,20 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 		{
 			/* Overflow: rerun fewer units; the rate was too low. */
 			rate = rate * 4 < 1.0 ? rate * 4 : 1.0;
-			if (r_hi[s] - r_lo[s] == 1)
+
+			/*
+			 * A batch of one unit, or the same range overflowing again
+			 * (next() could make it no smaller): a rerun cannot help.
+			 */
+			if (r_hi[s] - r_lo[s] == 1 || (r_lo[s] == over_lo && r_hi[s] == over_hi))
 			{
 				err->status = TC_ERR_INTERNAL;
 				snprintf(err->message, sizeof(err->message),
 						 "a GPU %s overflowed its result buffer", unit);
 				return TC_ERR_INTERNAL;
 			}
+			over_lo = r_lo[s];
+			over_hi = r_hi[s];
 			stats->gpu_reruns++;
 			/* the batch after it is dropped: its range comes again */
 			while (nfly > 0)
