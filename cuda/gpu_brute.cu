@@ -1233,8 +1233,7 @@ brute_kernel(BruteDev g, BruteBatch b)
 #define WG_GROUP 8				/* consecutive items a block takes */
 #define WG_TILE_BYTES (BT * WG_BK * (int) sizeof(__half))
 #define WG_STAGE_BYTES (3 * WG_TILE_BYTES)	/* A, B0, B1 */
-#define WG_SMEM_FOR(stages) ((stages) * WG_STAGE_BYTES + 1024)	/* + alignment to 1024 */
-#define WG_SMEM WG_SMEM_FOR(WG_STAGES)
+#define WG_SMEM (WG_STAGES * WG_STAGE_BYTES + 1024)	/* + alignment to 1024 */
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define TC_HAVE_WGMMA 1
@@ -1385,7 +1384,8 @@ tma_tile(unsigned int dst, const CUtensorMap *tm, int k, int row, unsigned int b
  * conflict.
  */
 #define RB_SLOT(CHUNK) ((CHUNK) + 16)
-#define RB_SMEM(CHUNK, SLOTS) (RC_WARPS * (SLOTS) * WARP * RB_SLOT(CHUNK) + RC_WARPS * (SLOTS) * 8)
+#define RB_SLOTS 2				/* a lane's chunks in shared memory: one landing while it sums one */
+#define RB_SMEM(CHUNK) (RC_WARPS * RB_SLOTS * WARP * RB_SLOT(CHUNK) + RC_WARPS * RB_SLOTS * 8)
 
 #ifdef TC_HAVE_WGMMA
 /* bytes [src, src + bytes) into L2, asking nothing back */
@@ -1405,7 +1405,7 @@ bulk_copy(unsigned int dst, const void *src, unsigned int bytes, unsigned int ba
 }
 #endif
 
-template <typename T, bool APPROX, int CHUNK, int SLOTS>
+template <typename T, bool APPROX, int CHUNK>
 __global__ void
 __launch_bounds__(RC_WARPS * WARP)
 recheck_bulk_kernel(BruteDev g, BruteBatch b)
@@ -1424,25 +1424,25 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 	const int	len = APPROX ? g.dpad : g.d;
 	const int	nchunks = (len + CE - 1) / CE;
 	/*
-	 * this lane's slot for chunks j % SLOTS == 0 (those for the next
-	 * residues WARP slots on each), the warp's SLOTS barriers
+	 * this lane's slot for chunks j % RB_SLOTS == 0 (those for the next
+	 * residues WARP slots on each), the warp's RB_SLOTS barriers
 	 */
-	unsigned char *const slot0 = rb_smem + (warp * SLOTS * WARP + lane) * RB_SLOT(CHUNK);
-	const unsigned int bar0 = (unsigned int) __cvta_generic_to_shared(rb_smem + RC_WARPS * SLOTS * WARP * RB_SLOT(CHUNK)) +
-		warp * SLOTS * 8;
+	unsigned char *const slot0 = rb_smem + (warp * RB_SLOTS * WARP + lane) * RB_SLOT(CHUNK);
+	const unsigned int bar0 = (unsigned int) __cvta_generic_to_shared(rb_smem + RC_WARPS * RB_SLOTS * WARP * RB_SLOT(CHUNK)) +
+		warp * RB_SLOTS * 8;
 	unsigned int ph = 0;		/* bit i: the parity barrier i waits for next */
 	unsigned int nc;
 
-	auto		slot = [&] (int j) { return slot0 + (j % SLOTS) * WARP * RB_SLOT(CHUNK); };
+	auto		slot = [&] (int j) { return slot0 + (j % RB_SLOTS) * WARP * RB_SLOT(CHUNK); };
 	auto		wait = [&] (int j) {
-		mbar_wait(bar0 + (j % SLOTS) * 8, (ph >> (j % SLOTS)) & 1);
-		ph ^= 1u << (j % SLOTS);
+		mbar_wait(bar0 + (j % RB_SLOTS) * 8, (ph >> (j % RB_SLOTS)) & 1);
+		ph ^= 1u << (j % RB_SLOTS);
 	};
 
 	if ((nc = batch_candidates(b)) == 0)
 		return;
 	if (lane == 0)
-		for (int i = 0; i < SLOTS; i++)
+		for (int i = 0; i < RB_SLOTS; i++)
 			mbar_init(bar0 + 8 * i, WARP);
 	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 	__syncwarp();
@@ -1461,7 +1461,7 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 		bool		hit = false;
 
 		/*
-		 * Chunk j of the second row into slot j % SLOTS: every lane arrives
+		 * Chunk j of the second row into slot j % RB_SLOTS: every lane arrives
 		 * on the barrier, announcing its bytes (none once it is done), so
 		 * the phase completes when the warp's copies have landed.
 		 */
@@ -1469,19 +1469,19 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 			const int	k0 = j * CE;
 			const unsigned int bytes = done ? 0 : (unsigned int) (min(CE, len - k0) * (int) sizeof(E));
 
-			mbar_expect(bar0 + (j % SLOTS) * 8, bytes);
+			mbar_expect(bar0 + (j % RB_SLOTS) * 8, bytes);
 			if (bytes > 0)
 			{
 				asm volatile("fence.proxy.async.shared::cta;" ::: "memory");	/* after our reads of the slot */
 				bulk_copy((unsigned int) __cvta_generic_to_shared(slot(j)), rb + k0, bytes,
-						  bar0 + (j % SLOTS) * 8);
+						  bar0 + (j % RB_SLOTS) * 8);
 				/* the first row's chunk toward L2, so that its loads a round later wait less */
 				bulk_prefetch_l2(ra + k0, bytes);
 			}
 		};
 
-		/* SLOTS - 1 chunks in flight while the lane sums one */
-		for (int j = 0; j < SLOTS - 1 && j < nchunks; j++)
+		/* RB_SLOTS - 1 chunks in flight while the lane sums one */
+		for (int j = 0; j < RB_SLOTS - 1 && j < nchunks; j++)
 			issue(j);
 		for (int j = 0; j < nchunks; j++)
 		{
@@ -1491,8 +1491,8 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 			const int	nv = (k1 - k0) / VEC;	/* 16-byte vectors in this chunk */
 			uint4		va[CHUNK / 16];
 
-			if (j + SLOTS - 1 < nchunks)
-				issue(j + SLOTS - 1);
+			if (j + RB_SLOTS - 1 < nchunks)
+				issue(j + RB_SLOTS - 1);
 			/* the first row's chunk: its loads out before the wait, all at once */
 #pragma unroll
 			for (int v = 0; v < CHUNK / 16; v++)
@@ -1532,7 +1532,7 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 			if (__all_sync(FULL_MASK, done || j + 1 == nchunks))
 			{
 				/* the chunks in flight land before their slots and barriers serve again */
-				for (int i = j + 1; i < j + SLOTS && i < nchunks; i++)
+				for (int i = j + 1; i < j + RB_SLOTS && i < nchunks; i++)
 					wait(i);
 				break;
 			}
@@ -1562,16 +1562,16 @@ wgmma_probe_kernel(int *out)
 #endif
 }
 
-template <bool APPROX, int STAGES>
+template <bool APPROX>
 __global__ void
 __launch_bounds__(WG_THREADS, 1)
 brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatch b)
 {
 #ifdef TC_HAVE_WGMMA
 	extern __shared__ __align__(16) unsigned char wg_raw[];
-	__shared__ __align__(8) unsigned long long full[STAGES],
-				empty[STAGES];
-	__shared__ int ctrl[STAGES];	/* 1: no more items (set with a stage's first slice) */
+	__shared__ __align__(8) unsigned long long full[WG_STAGES],
+				empty[WG_STAGES];
+	__shared__ int ctrl[WG_STAGES];	/* 1: no more items (set with a stage's first slice) */
 	/* per warpgroup and item parity: q, then rc, of the item's 256 columns */
 	__shared__ __align__(16) float qrc[2][2][2][2 * BT];
 	const int	tid = threadIdx.x;
@@ -1596,7 +1596,7 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 
 	if (tid == 0)
 	{
-		for (int s = 0; s < STAGES; s++)
+		for (int s = 0; s < WG_STAGES; s++)
 		{
 			mbar_init(full0 + 8 * s, 1);
 			mbar_init(empty0 + 8 * s, WG_CONSUMERS / WARP);
@@ -1631,10 +1631,10 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 			}
 			for (int kb = 0; kb < (stop ? 1 : nk); kb++, it++)
 			{
-				const int	s = it % STAGES;
+				const int	s = it % WG_STAGES;
 				const unsigned int sa = base + s * WG_STAGE_BYTES;
 
-				mbar_wait(empty0 + 8 * s, ((it / STAGES) & 1) ^ 1);
+				mbar_wait(empty0 + 8 * s, ((it / WG_STAGES) & 1) ^ 1);
 				if (kb == 0)
 					ctrl[s] = stop;
 				if (stop)
@@ -1687,8 +1687,8 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 		 * (d is cleared here, outside the slice loop, where no MMA is in
 		 * flight: a write inside it would make the compiler wait for them.)
 		 */
-		mbar_wait_all(full0 + 8 * (it % STAGES), (it / STAGES) & 1);
-		if (__shfl_sync(FULL_MASK, ctrl[it % STAGES], 0))
+		mbar_wait_all(full0 + 8 * (it % WG_STAGES), (it / WG_STAGES) & 1);
+		if (__shfl_sync(FULL_MASK, ctrl[it % WG_STAGES], 0))
 		{
 			/* the turn warpgroup 1 passed after its last item, taken, so no barrier is left half met */
 			if (g.pingpong && wgi == 0 && k > 0)
@@ -1738,11 +1738,11 @@ brute_wgmma_kernel(const __grid_constant__ CUtensorMap tm, BruteDev g, BruteBatc
 			d[q] = 0.0f;		/* the first MMA ignores them; no undefined reads */
 		for (int kb = 0; kb < nk; kb++, it++)
 		{
-			const int	s = it % STAGES;
+			const int	s = it % WG_STAGES;
 			const unsigned int sa = base + s * WG_STAGE_BYTES;
 
 			if (kb > 0)
-				mbar_wait_all(full0 + 8 * s, (it / STAGES) & 1);
+				mbar_wait_all(full0 + 8 * s, (it / WG_STAGES) & 1);
 
 			uint64_t	da = wg_desc(sa + wgi * 64 * 128);
 			uint64_t	db = wg_desc(sa + WG_TILE_BYTES);
@@ -2284,9 +2284,9 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 */
 	if (major == 9)
 	{
-		CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<false, WG_STAGES>,
+		CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<false>,
 								   cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
-		CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<true, WG_STAGES>,
+		CHECK(cudaFuncSetAttribute(brute_wgmma_kernel<true>,
 								   cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
 	}
 
@@ -2304,7 +2304,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		cudaFuncAttributes fa;
 		const char *force = getenv("TCJOIN_BRUTE_KERNEL");
 
-		CHECK(cudaFuncGetAttributes(&fa, brute_wgmma_kernel<false, WG_STAGES>));
+		CHECK(cudaFuncGetAttributes(&fa, brute_wgmma_kernel<false>));
 		wgmma = major == 9 && fa.binaryVersion == 90 && !(force && strcmp(force, "mma") == 0);
 		if (wgmma)
 		{
@@ -2319,7 +2319,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			wgmma = have == 1 && make_tmap(&tmap, (const __half *) d_cnt, BT, 16, 16);
 		}
 		if (wgmma)
-			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_wgmma_kernel<false, WG_STAGES>,
+			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_wgmma_kernel<false>,
 																WG_THREADS, WG_SMEM));	/* 1 */
 		else
 			CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, brute_kernel,
@@ -2368,16 +2368,16 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 
 	if (rb_chunk == 128)
 	{
-		rk = by_type(recheck_bulk_kernel<float, true, 128, 2>, recheck_bulk_kernel<float, false, 128, 2>,
-					 recheck_bulk_kernel<double, false, 128, 2>);
-		rk_smem = RB_SMEM(128, 2);
+		rk = by_type(recheck_bulk_kernel<float, true, 128>, recheck_bulk_kernel<float, false, 128>,
+					 recheck_bulk_kernel<double, false, 128>);
+		rk_smem = RB_SMEM(128);
 		stats->gpu_recheck = "bulk-copy, 128 B";
 	}
 	else if (rb_chunk == 256)
 	{
-		rk = by_type(recheck_bulk_kernel<float, true, 256, 2>, recheck_bulk_kernel<float, false, 256, 2>,
-					 recheck_bulk_kernel<double, false, 256, 2>);
-		rk_smem = RB_SMEM(256, 2);
+		rk = by_type(recheck_bulk_kernel<float, true, 256>, recheck_bulk_kernel<float, false, 256>,
+					 recheck_bulk_kernel<double, false, 256>);
+		rk_smem = RB_SMEM(256);
 		stats->gpu_recheck = "bulk-copy, 256 B";
 	}
 	else if (rc_vec)
@@ -2572,7 +2572,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				CHECK(cudaEventRecord(g->kev[cur][0], s));
 				if (wgmma)
 				{
-					(bd.approx ? brute_wgmma_kernel<true, WG_STAGES> : brute_wgmma_kernel<false, WG_STAGES>)
+					(bd.approx ? brute_wgmma_kernel<true> : brute_wgmma_kernel<false>)
 						<<<blocks, WG_THREADS, WG_SMEM, s>>>(tmap, bd, bb);
 				}
 				else
