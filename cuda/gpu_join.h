@@ -411,14 +411,18 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 			return st;
 		if (h_meta[s][1] != 0)
 		{
-			/* Overflow: rerun fewer units; the rate was too low. */
-			rate = rate * 4 < 1.0 ? rate * 4 : 1.0;
-
 			/*
-			 * A batch of one unit, or the same range overflowing again
-			 * (next() could make it no smaller): a rerun cannot help.
+			 * Overflow: rerun fewer units; the rate was too low.  A batch
+			 * of one unit, or the same range overflowing again with the
+			 * rate already at its top (next() can make it no smaller): a
+			 * rerun cannot help.  Below the top the same range may come
+			 * again (next() capped it by its own limit, not the rate) and
+			 * shrinks once the rate has grown past that cap.
 			 */
-			if (r_hi[s] - r_lo[s] == 1 || (r_lo[s] == over_lo && r_hi[s] == over_hi))
+			const bool	top = rate >= 1.0;
+
+			rate = rate * 4 < 1.0 ? rate * 4 : 1.0;
+			if (r_hi[s] - r_lo[s] == 1 || (top && r_lo[s] == over_lo && r_hi[s] == over_hi))
 			{
 				err->status = TC_ERR_INTERNAL;
 				snprintf(err->message, sizeof(err->message),
