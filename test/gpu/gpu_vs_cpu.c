@@ -283,12 +283,13 @@ compare_case(const char *kind, int64_t n, int d, double eps, bool include_self,
 		else
 			report(same_pairs(&c1, &c2) && s2.tensor_cores == (tc == 1),
 				   "%-7s %s n=%-8lld d=%-3d eps=%-10.4g self=%d %-5s tc=%-3s pairs cpu %zu gpu %zu  "
-				   "cpu %.3f s  gpu %.3f s (index %.3f, %s dims %d, rechecked %llu of %llu)",
+				   "cpu %.3f s  gpu %.3f s (index %.3f, %s dims %d, rechecked %llu of %llu%s%s)",
 				   kind, type == TC_FLOAT4 ? "f4" : "f8", (long long) n, d, eps, include_self,
 				   method == TC_METHOD_BRUTE ? "brute" : method == TC_METHOD_GRID ? "grid" : "auto",
 				   s2.tensor_cores ? "on" : "off", c1.n, c2.n, t1 - t0, t3 - t2,
 				   s2.index_seconds, s2.method, s2.grid_dims,
-				   (unsigned long long) s2.rechecked, (unsigned long long) s2.candidates);
+				   (unsigned long long) s2.rechecked, (unsigned long long) s2.candidates,
+				   s2.gpu_recheck ? ", recheck " : "", s2.gpu_recheck ? s2.gpu_recheck : "");
 		free(c2.pairs);
 	}
 	free(c1.pairs);
@@ -352,6 +353,67 @@ make_points(const char *kind, int64_t n, int d)
 		}
 	}
 	return x;
+}
+
+/*
+ * Half the points in Gaussian clusters of about 64 (sigma 0.02 a
+ * coordinate around uniform centres), half uniform: at about 48
+ * neighbours a point, a recheck piece of clustered first points shares
+ * a few hundred rows (TCJOIN_RECHECK=rows stages them), one of uniform
+ * points shares almost none (it spills to the other kernel).
+ */
+static float *
+make_clusters(int64_t n, int d)
+{
+	int64_t		nc = n / 128 > 0 ? n / 128 : 1;
+	float	   *centre = malloc(sizeof(float) * nc * d);
+	float	   *x = malloc(sizeof(float) * n * d);
+
+	for (int64_t i = 0; i < nc * d; i++)
+		centre[i] = (float) unit();
+	for (int64_t i = 0; i < n; i++)
+	{
+		const float *c = centre + (int64_t) (next_u64() % (uint64_t) nc) * d;
+		bool		noise = next_u64() % 2 == 0;
+
+		for (int j = 0; j < d; j++)
+		{
+			double		g = sqrt(-2 * log(1.0 - unit())) * cos(2 * M_PI * unit());
+
+			x[i * d + j] = (float) (noise ? unit() : c[j] + 0.02 * g);
+		}
+	}
+	free(centre);
+	return x;
+}
+
+/*
+ * The brute force's recheck where candidates share rows (clusters) and
+ * where they do not (uniform noise), in one join, against the CPU.
+ */
+static void
+clustered_cases(void)
+{
+	static const int dims[] = {128, 1024, 4096};
+
+	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
+	{
+		int			d = dims[di];
+		int64_t		n = d >= 4096 ? 6000 : 8000;
+		float	   *x = make_clusters(n, d);
+
+		compare_case("cluster", n, d, eps_for(x, 5000, d, 48), false, TC_METHOD_BRUTE, x, TC_FLOAT4);
+		if (d == 128)
+		{
+			double	   *x8 = malloc(sizeof(double) * n * d);
+
+			for (int64_t i = 0; i < n * d; i++)
+				x8[i] = (double) x[i] + unit() * 1e-9;
+			compare_case("cluster", n, d, eps_for(x, 5000, d, 48), false, TC_METHOD_BRUTE, x8, TC_FLOAT8);
+			free(x8);
+		}
+		free(x);
+	}
 }
 
 static void
@@ -984,6 +1046,7 @@ main(int argc, char **argv)
 		approx_cases();
 		streamed_cases();
 		result_buffer_halved();
+		clustered_cases();
 		brute_cases(quick, seconds, tc_now());
 		goto out;
 	}
@@ -992,6 +1055,7 @@ main(int argc, char **argv)
 	approx_cases();
 	streamed_cases();
 	result_buffer_halved();
+	clustered_cases();
 	limit_too_small();
 	auto_cases();
 
