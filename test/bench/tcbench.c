@@ -4,7 +4,9 @@
  *
  *	tcbench [options]
  *	  --file F          raw little-endian float32, row-major n x d
- *	  --gen KIND        synthetic data: uniform | expo (rate 40) | gauss
+ *	  --gen KIND        synthetic data: uniform | expo (rate 40) | gauss |
+ *	                    cluster (Gaussian clusters of about 128 points,
+ *	                    sigma 0.02 around uniform centres: neighbours local)
  *	  --n N --d D       size (with --file: d is required, n defaults to all;
  *	                    a smaller n takes the first n rows)
  *	  --seed S          seed for --gen (default 1)
@@ -156,17 +158,37 @@ load_points(const Options *o, int64_t *n_out)
 		if (pts == NULL)
 			die("out of memory");
 		rng_state = o->seed;
-		for (int64_t i = 0; i < n * o->d; i++)
+		if (strcmp(o->gen, "cluster") == 0)
 		{
-			double		u = next_unit();
+			int64_t		nc = n / 128 > 0 ? n / 128 : 1;
+			float	   *centre = malloc(sizeof(float) * nc * o->d);
 
-			if (strcmp(o->gen, "expo") == 0)
-				pts[i] = (float) (-log(1.0 - u) / 40.0);
-			else if (strcmp(o->gen, "gauss") == 0)
-				pts[i] = (float) (sqrt(-2 * log(1.0 - u)) * cos(2 * M_PI * next_unit()));
-			else
-				pts[i] = (float) u;
+			if (centre == NULL)
+				die("out of memory");
+			for (int64_t i = 0; i < nc * o->d; i++)
+				centre[i] = (float) next_unit();
+			for (int64_t i = 0; i < n; i++)
+			{
+				const float *c = centre + (int64_t) (next_unit() * nc) * o->d;
+
+				for (int j = 0; j < o->d; j++)
+					pts[i * o->d + j] = (float) (c[j] + 0.02 * sqrt(-2 * log(1.0 - next_unit())) *
+												 cos(2 * M_PI * next_unit()));
+			}
+			free(centre);
 		}
+		else
+			for (int64_t i = 0; i < n * o->d; i++)
+			{
+				double		u = next_unit();
+
+				if (strcmp(o->gen, "expo") == 0)
+					pts[i] = (float) (-log(1.0 - u) / 40.0);
+				else if (strcmp(o->gen, "gauss") == 0)
+					pts[i] = (float) (sqrt(-2 * log(1.0 - u)) * cos(2 * M_PI * next_unit()));
+				else
+					pts[i] = (float) u;
+			}
 	}
 	*n_out = n;
 	return pts;
