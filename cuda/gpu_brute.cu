@@ -2463,7 +2463,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		if ((st = dev_alloc(g, (void **) &d_pairs[i], sizeof(PairDev) * capacity, err)) != TC_OK ||
 			(st = dev_alloc(g, (void **) &d_cand[i], sizeof(uint2) * capacity, err)) != TC_OK ||
 			(st = dev_alloc(g, (void **) &d_meta[i], sizeof(unsigned int) * 4, err)) != TC_OK ||
-			(st = host_alloc(g, (void **) &h_meta[i], sizeof(unsigned int) * 3, cudaHostAllocDefault, err)) != TC_OK)
+			(st = host_alloc(g, (void **) &h_meta[i], sizeof(unsigned int) * 4, cudaHostAllocDefault, err)) != TC_OK)
 			return st;
 	}
 	if ((st = dev_alloc(g, (void **) &d_cnt, sizeof(*d_cnt) * 6, err)) != TC_OK ||
@@ -2860,7 +2860,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 					rk<<<rk_grid, RC_WARPS * WARP, rk_smem, s>>>(bd, bb);
 				CHECK(cudaGetLastError());
 				CHECK(cudaEventRecord(g->kev[cur][1], s));
-				CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 3,
+				CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 4,
 									  cudaMemcpyDeviceToHost, s));
 				CHECK(cudaMemcpyAsync(h_cnt + 2 * cur, d_cnt + 2 + 2 * cur, sizeof(*h_cnt) * 2,
 									  cudaMemcpyDeviceToHost, s));
@@ -2868,6 +2868,9 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			};
 			/* a batch's counts, once: not those of a batch dropped and rerun */
 			auto		kept = [&] (int cur) {
+				if (rows && group && getenv("TCJOIN_TRACE"))
+					fprintf(stderr, "tcjoin trace: shared rows: %u of %u candidates spilled\n", h_meta[cur][3],
+							h_meta[cur][2]);
 				stats->candidates += h_cnt[2 * cur];
 				if (!bd.approx)	/* approximate: nothing rechecked */
 					stats->rechecked += h_cnt[2 * cur + 1];
