@@ -40,7 +40,6 @@
 #include <cstdlib>
 #include <climits>
 #include <cstring>
-#include <functional>
 #include <type_traits>
 
 #include "gpu_join.h"
@@ -1552,228 +1551,6 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 #endif
 }
 
-/*
- * The recheck with rows shared (TCJOIN_RECHECK=rows).  The kernels above
- * read a second row for every candidate: at 64 neighbours a point that is
- * 7-8 million rows of 4-16 KB through L2, which bounds them, though the
- * candidates of a few first points share a few hundred rows.  Here a block
- * takes RT_PIECE candidates at a time (grouped by first point: a few
- * first points and their neighbours), finds the distinct positions among
- * their points (a block radix sort), and brings those rows into shared
- * memory RT_CHUNK bytes at a time (cp.async, the next chunk landing while
- * the lanes sum this one), each row once a piece; each lane then adds its
- * RT_PER candidates' squares from there, in index order, as the others
- * do.  A piece with more distinct rows than RT_ROWS goes whole, in order,
- * to the spill list, which the lane or bulk kernel rechecks after.
- */
-#define RT_THREADS 256
-#define RT_PER 8				/* candidates a lane */
-#define RT_PIECE (RT_THREADS * RT_PER)
-#define RT_ROWS 512				/* distinct rows a piece stages, at most */
-#define RT_CHUNK 128			/* bytes of a row a stage */
-#define RT_PITCH (RT_CHUNK + 16)	/* 16-byte reads of 8 lanes on distinct banks where rows are near */
-
-struct RtSmem
-{
-	__align__(16) unsigned char chunk[2][RT_ROWS * RT_PITCH];
-	union
-	{
-		cub::BlockRadixSort<unsigned int, RT_THREADS, 2 * RT_PER>::TempStorage sort;
-		unsigned int keys[2 * RT_PIECE];
-	}			u;
-	cub::BlockScan<int, RT_THREADS>::TempStorage scan;
-	unsigned int row[RT_ROWS];	/* the piece's distinct positions, ascending */
-	size_t		off[RT_ROWS];	/* where their rows start in x, in elements */
-	unsigned int spill_base;
-};
-
-/* i with row[i] == q, row[0..n) ascending and holding q */
-__device__ __forceinline__ unsigned int
-rt_find(const unsigned int *row, int n, unsigned int q)
-{
-	int			lo = 0;
-
-	while (n > 1)
-	{
-		const int	h = n / 2;
-
-		if (row[lo + h] <= q)
-			lo += h;
-		n -= h;
-	}
-	return (unsigned int) lo;
-}
-
-template <typename T>
-__global__ void
-__launch_bounds__(RT_THREADS, 1)
-recheck_rows_kernel(BruteDev g, BruteBatch b, uint2 *spill, unsigned int *nspill)
-{
-	typedef cub::BlockRadixSort<unsigned int, RT_THREADS, 2 * RT_PER> Sort;
-	typedef cub::BlockScan<int, RT_THREADS> Scan;
-	constexpr int VEC = 16 / sizeof(T);
-	constexpr int CE = RT_CHUNK / (int) sizeof(T);	/* coordinates a chunk */
-	extern __shared__ __align__(16) unsigned char rt_raw[];
-	RtSmem	   &sm = *(RtSmem *) rt_raw;
-	__shared__ Stage stages[RT_THREADS / WARP];
-	const int	t = threadIdx.x;
-	const int	lane = t % WARP;
-	Stage	   &st = stages[t / WARP];
-	int			nst = 0;
-	const T    *x = (const T *) g.x;
-	const int	nchunks = (g.d + CE - 1) / CE;
-	/* positions take bits [0, bits); the all-ones value of those bits pads */
-	const unsigned int npos = g.ntiles * BT;
-	const int	bits = npos >= 0x80000000u ? 32 : 32 - __clz((int) npos);
-	const unsigned int none = bits == 32 ? 0xFFFFFFFFu : (1u << bits) - 1;
-	const unsigned int nc = batch_candidates(b);
-
-	for (unsigned long long c0 = (unsigned long long) blockIdx.x * RT_PIECE; c0 < nc;
-		 c0 += (unsigned long long) gridDim.x * RT_PIECE)
-	{
-		uint2		p[RT_PER];
-		unsigned int key[2 * RT_PER];
-		int			mine = 0,
-					at,
-					nrows;
-
-#pragma unroll
-		for (int i = 0; i < RT_PER; i++)
-		{
-			const unsigned long long c = c0 + i * RT_THREADS + t;
-
-			p[i] = c < nc ? b.cand[c] : make_uint2(none, none);
-			key[2 * i] = p[i].x;
-			key[2 * i + 1] = p[i].y;
-		}
-		__syncthreads();		/* the last piece is done with the shared arrays */
-		Sort(sm.u.sort).Sort(key, 0, bits);
-		__syncthreads();
-#pragma unroll
-		for (int j = 0; j < 2 * RT_PER; j++)
-			sm.u.keys[t * 2 * RT_PER + j] = key[j];
-		__syncthreads();
-#pragma unroll
-		for (int j = 0; j < 2 * RT_PER; j++)
-		{
-			const int	k = t * 2 * RT_PER + j;
-
-			mine += key[j] != none && (k == 0 || sm.u.keys[k - 1] != key[j]);
-		}
-		Scan(sm.scan).ExclusiveSum(mine, at, nrows);
-		if (nrows > RT_ROWS)
-		{
-			/* too many rows to share: the piece as it came, to the spill list */
-			const unsigned int m = (unsigned int) min((unsigned long long) RT_PIECE, nc - c0);
-
-			if (t == 0)
-				sm.spill_base = atomicAdd(nspill, m);
-			__syncthreads();
-#pragma unroll
-			for (int i = 0; i < RT_PER; i++)
-				if (p[i].x != none)
-					spill[sm.spill_base + i * RT_THREADS + t] = p[i];
-			continue;
-		}
-#pragma unroll
-		for (int j = 0; j < 2 * RT_PER; j++)
-		{
-			const int	k = t * 2 * RT_PER + j;
-
-			if (key[j] != none && (k == 0 || sm.u.keys[k - 1] != key[j]))
-			{
-				sm.row[at] = key[j];
-				sm.off[at] = cand_row<false>(g, key[j]);
-				at++;
-			}
-		}
-		__syncthreads();
-
-		/* each candidate's two rows, as byte offsets into a chunk */
-		unsigned int oa[RT_PER],
-					ob[RT_PER];
-		double		s[RT_PER];
-		bool		live[RT_PER];	/* a candidate, not yet past thr */
-
-#pragma unroll
-		for (int i = 0; i < RT_PER; i++)
-		{
-			live[i] = p[i].x != none;
-			s[i] = 0.0;
-			oa[i] = live[i] ? rt_find(sm.row, nrows, p[i].x) * RT_PITCH : 0;
-			ob[i] = live[i] ? rt_find(sm.row, nrows, p[i].y) * RT_PITCH : 0;
-		}
-
-		/* chunk j of every row into buffer j % 2, one commit group a chunk */
-		auto		issue = [&] (int j) {
-			const int	k0 = j * CE;
-			const int	vecs = min(CE, g.d - k0) / VEC;	/* 16-byte pieces a row */
-			unsigned char *dst = sm.chunk[j & 1];
-
-			for (int v = t; v < nrows * (RT_CHUNK / 16); v += RT_THREADS)
-			{
-				const int	r = v / (RT_CHUNK / 16),
-							q = v % (RT_CHUNK / 16);
-
-				if (q < vecs)
-					cp_async16(dst + r * RT_PITCH + q * 16, x + sm.off[r] + k0 + q * VEC, true);
-			}
-			cp_async_commit();
-		};
-
-		issue(0);
-		for (int j = 0; j < nchunks; j++)
-		{
-			const int	nv = min(CE, g.d - j * CE) / VEC;
-			const unsigned char *buf = sm.chunk[j & 1];
-			bool		any = false;
-
-			if (j + 1 < nchunks)
-				issue(j + 1);
-			else
-				cp_async_commit();	/* an empty group: chunk j is then the one before the last */
-			cp_async_wait_1();
-			__syncthreads();
-#pragma unroll
-			for (int v = 0; v < RT_CHUNK / 16; v++)
-			{
-				if (v >= nv)
-					break;
-#pragma unroll
-				for (int i = 0; i < RT_PER; i++)
-					if (live[i])
-					{
-						const uint4 va = *(const uint4 *) (buf + oa[i] + v * 16);
-						const uint4 vb = *(const uint4 *) (buf + ob[i] + v * 16);
-
-#pragma unroll
-						for (int e = 0; e < VEC; e++)
-						{
-							double		d = __dsub_rn((double) vec_elem<T>(va, e), (double) vec_elem<T>(vb, e));
-
-							s[i] = __dadd_rn(s[i], __dmul_rn(d, d));
-						}
-					}
-			}
-#pragma unroll
-			for (int i = 0; i < RT_PER; i++)
-			{
-				live[i] = live[i] && s[i] <= g.thr;	/* partial sums only grow */
-				any |= live[i];
-			}
-			/* also: every lane is done with buffer j % 2 before chunk j + 2 lands in it */
-			if (!__syncthreads_or(any))
-				break;
-		}
-		asm volatile("cp.async.wait_all;" ::: "memory");	/* a chunk still landing after a stop */
-#pragma unroll
-		for (int i = 0; i < RT_PER; i++)
-			stage_hit(b, st, nst, lane, live[i], p[i].x, p[i].y, s[i],
-					  [&] (unsigned int q) { return caller_row(g, q); });
-	}
-	flush_stage(st, nst, b, lane);
-}
-
 /* 1 iff this device runs brute_wgmma_kernel's code (not an empty PTX body). */
 __global__ void
 wgmma_probe_kernel(int *out)
@@ -2462,8 +2239,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	{
 		if ((st = dev_alloc(g, (void **) &d_pairs[i], sizeof(PairDev) * capacity, err)) != TC_OK ||
 			(st = dev_alloc(g, (void **) &d_cand[i], sizeof(uint2) * capacity, err)) != TC_OK ||
-			(st = dev_alloc(g, (void **) &d_meta[i], sizeof(unsigned int) * 4, err)) != TC_OK ||
-			(st = host_alloc(g, (void **) &h_meta[i], sizeof(unsigned int) * 4, cudaHostAllocDefault, err)) != TC_OK)
+			(st = dev_alloc(g, (void **) &d_meta[i], sizeof(unsigned int) * 3, err)) != TC_OK ||
+			(st = host_alloc(g, (void **) &h_meta[i], sizeof(unsigned int) * 3, cudaHostAllocDefault, err)) != TC_OK)
 			return st;
 	}
 	if ((st = dev_alloc(g, (void **) &d_cnt, sizeof(*d_cnt) * 6, err)) != TC_OK ||
@@ -2626,30 +2403,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&rb_per_sm, rk, RC_WARPS * WARP, rk_smem));
 		rk_grid = (unsigned int) (sms * std::max(rb_per_sm, 1));
 	}
-	/*
-	 * TCJOIN_RECHECK=rows: the exact recheck of grouped candidates by the
-	 * shared-rows kernel (recheck_rows_kernel), rk taking what it spills.
-	 */
-	std::function<void(const BruteDev &, const BruteBatch &, uint2 *, unsigned int *, cudaStream_t)> rows;
-	const char *rk_name = stats->gpu_recheck;	/* rk's, where the grouping does not fit below */
-
-	if (rc_forced && strcmp(rc_force, "rows") == 0 && group && !bd.approx)
-	{
-		void		(*rt) (BruteDev, BruteBatch, uint2 *, unsigned int *) =
-			a->type == TC_FLOAT4 ? recheck_rows_kernel<float> : recheck_rows_kernel<double>;
-		int			rt_per_sm = 0;
-
-		CHECK(cudaFuncSetAttribute(rt, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) sizeof(RtSmem)));
-		CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&rt_per_sm, rt, RT_THREADS, sizeof(RtSmem)));
-
-		const unsigned int rt_grid = (unsigned int) (sms * std::max(rt_per_sm, 1));
-
-		rows = [rt, rt_grid] (const BruteDev &bdv, const BruteBatch &bb, uint2 *spill, unsigned int *nspill,
-							   cudaStream_t s) {
-			rt<<<rt_grid, RT_THREADS, sizeof(RtSmem), s>>>(bdv, bb, spill, nspill);
-		};
-		stats->gpu_recheck = "shared rows";
-	}
 	/* Counters cleared (the probe used them) before either stream's first batch. */
 	CHECK(cudaMemsetAsync(d_cnt, 0, sizeof(*d_cnt) * 6, g->stream[0]));
 	CHECK(cudaStreamSynchronize(g->stream[0]));
@@ -2711,12 +2464,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				dev_free(g, d_gscan[i]);
 			}
 		}
-	}
-	if (rows && !group)
-	{
-		/* the shared-rows kernel needs the grouping */
-		rows = nullptr;
-		stats->gpu_recheck = rk_name;
 	}
 
 	/*
@@ -2819,7 +2566,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				bb.candidates = d_cnt + 2 + 2 * cur;
 				bb.rechecked = d_cnt + 3 + 2 * cur;
 				bb.abort = g->d_abort;
-				CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 4, s));	/* + the spill count */
+				CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 3, s));
 				CHECK(cudaMemsetAsync(d_cnt + cur, 0, sizeof(*d_cnt), s));
 				CHECK(cudaMemsetAsync(d_cnt + 2 + 2 * cur, 0, sizeof(*d_cnt) * 2, s));
 				CHECK(cudaEventRecord(g->kev[cur][0], s));
@@ -2845,22 +2592,10 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 					CHECK(cudaGetLastError());
 					bb.cand = d_grouped[cur];
 				}
-				if (rows)
-				{
-					/* the shared-rows kernel; what it spills, in d_cand (read already), by rk */
-					BruteBatch	sb = bb;
-
-					rows(bd, bb, d_cand[cur], d_meta[cur] + 3, s);
-					CHECK(cudaGetLastError());
-					sb.cand = d_cand[cur];
-					sb.ncand = d_meta[cur] + 3;
-					rk<<<rk_grid, RC_WARPS * WARP, rk_smem, s>>>(bd, sb);
-				}
-				else
-					rk<<<rk_grid, RC_WARPS * WARP, rk_smem, s>>>(bd, bb);
+				rk<<<rk_grid, RC_WARPS * WARP, rk_smem, s>>>(bd, bb);
 				CHECK(cudaGetLastError());
 				CHECK(cudaEventRecord(g->kev[cur][1], s));
-				CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 4,
+				CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 3,
 									  cudaMemcpyDeviceToHost, s));
 				CHECK(cudaMemcpyAsync(h_cnt + 2 * cur, d_cnt + 2 + 2 * cur, sizeof(*h_cnt) * 2,
 									  cudaMemcpyDeviceToHost, s));
@@ -2868,9 +2603,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			};
 			/* a batch's counts, once: not those of a batch dropped and rerun */
 			auto		kept = [&] (int cur) {
-				if (rows && group && getenv("TCJOIN_TRACE"))
-					fprintf(stderr, "tcjoin trace: shared rows: %u of %u candidates spilled\n", h_meta[cur][3],
-							h_meta[cur][2]);
 				stats->candidates += h_cnt[2 * cur];
 				if (!bd.approx)	/* approximate: nothing rechecked */
 					stats->rechecked += h_cnt[2 * cur + 1];

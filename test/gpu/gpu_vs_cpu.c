@@ -358,9 +358,9 @@ make_points(const char *kind, int64_t n, int d)
 /*
  * Half the points in Gaussian clusters of about 64 (sigma 0.02 a
  * coordinate around uniform centres), half uniform: at about 48
- * neighbours a point, a recheck piece of clustered first points shares
- * a few hundred rows (TCJOIN_RECHECK=rows stages them), one of uniform
- * points shares almost none (it spills to the other kernel).
+ * neighbours a point, the clustered points' candidates share their rows
+ * and tile pairs are pruned, the uniform points' candidates share almost
+ * nothing.
  */
 static float *
 make_clusters(int64_t n, int d)
@@ -388,8 +388,8 @@ make_clusters(int64_t n, int d)
 }
 
 /*
- * The brute force's recheck where candidates share rows (clusters) and
- * where they do not (uniform noise), in one join, against the CPU.
+ * The brute force where candidates share rows (clusters) and where they
+ * do not (uniform noise), in one join, against the CPU.
  */
 static void
 clustered_cases(void)
