@@ -358,9 +358,8 @@ make_points(const char *kind, int64_t n, int d)
 /*
  * Half the points in Gaussian clusters of about 64 (sigma 0.02 a
  * coordinate around uniform centres), half uniform: at about 48
- * neighbours a point, the clustered points' candidates share their rows
- * and tile pairs are pruned, the uniform points' candidates share almost
- * nothing.
+ * neighbours a point, the clustered points' candidates share their rows,
+ * the uniform points' candidates share almost nothing.
  */
 static float *
 make_clusters(int64_t n, int d)
