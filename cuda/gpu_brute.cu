@@ -868,19 +868,27 @@ recheck_kernel(BruteDev g, BruteBatch b)
  * count, scan, scatter), so that the lanes of a warp in recheck_vec_kernel
  * mostly share that row: its loads come to one line for the warp where
  * there were 32 (about 40 candidates a point at 64 neighbours), half the
- * lines the recheck reads.
+ * lines the recheck reads.  With shift < 32 (TCJOIN_RECHECK_BLOCK_MB) the
+ * key is first the block of 2^shift positions that holds the second point,
+ * then the first point (rows positions a block): see its setting.
  */
+__device__ __forceinline__ unsigned int
+cand_key(uint2 p, unsigned int rows, int shift)
+{
+	return shift < 32 ? (p.y >> shift) * rows + p.x : p.x;
+}
+
 __global__ void
-cand_count_kernel(BruteBatch b, unsigned int *count)
+cand_count_kernel(BruteBatch b, unsigned int *count, unsigned int rows, int shift)
 {
 	const unsigned int nc = batch_candidates(b);
 
 	for (unsigned int c = blockIdx.x * blockDim.x + threadIdx.x; c < nc; c += gridDim.x * blockDim.x)
-		atomicAdd(&count[b.cand[c].x], 1u);
+		atomicAdd(&count[cand_key(b.cand[c], rows, shift)], 1u);
 }
 
 __global__ void
-cand_scatter_kernel(BruteBatch b, unsigned int *offset, uint2 *out)
+cand_scatter_kernel(BruteBatch b, unsigned int *offset, uint2 *out, unsigned int rows, int shift)
 {
 	const unsigned int nc = batch_candidates(b);
 
@@ -888,7 +896,7 @@ cand_scatter_kernel(BruteBatch b, unsigned int *offset, uint2 *out)
 	{
 		const uint2 p = b.cand[c];
 
-		out[atomicAdd(&offset[p.x], 1u)] = p;
+		out[atomicAdd(&offset[cand_key(p, rows, shift)], 1u)] = p;
 	}
 }
 
@@ -2434,24 +2442,50 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		return st;
 
 	/*
+	 * TCJOIN_RECHECK_BLOCK_MB=M, for measuring: the candidates ordered by
+	 * the block of positions (at most M MB of rows) that holds their second
+	 * point, then grouped by first point.  While the GPU works through one
+	 * block its second rows can stay in L2, and each first row comes once a
+	 * block instead of each second row once a candidate: at 100,000 x 1,024
+	 * and 64 neighbours, with 32 MB blocks (8,192 rows, 13 blocks), about
+	 * 5.6 GB of rows from DRAM where the 7.3 million second rows are 30 GB.
+	 * A block is 2^gshift positions, the most that fit in M MB.  Keys are
+	 * blocks x positions, at most 2^26 (the counts' memory).
+	 */
+	int			gshift = 32;	/* the second point's block: position >> gshift */
+	unsigned long long gkeys = nt_max * BT;
+
+	if (group && getenv("TCJOIN_RECHECK_BLOCK_MB") && atof(getenv("TCJOIN_RECHECK_BLOCK_MB")) > 0)
+	{
+		const double mb = atof(getenv("TCJOIN_RECHECK_BLOCK_MB"));
+
+		gshift = 7;
+		while (gshift < 31 && (double) rc_row_bytes * (double) (2ull << gshift) <= mb * 1048576.0)
+			gshift++;
+		while (gshift < 31 && ((nt_max * BT + (1ull << gshift) - 1) >> gshift) * nt_max * BT > (1ull << 26))
+			gshift++;
+		gkeys = ((nt_max * BT + (1ull << gshift) - 1) >> gshift) * nt_max * BT;
+	}
+
+	/*
 	 * The grouping's buffers, last: only from what the list and the result
 	 * buffers left.  Where they do not fit, or an allocation fails, the
 	 * candidates stay as they came.
 	 */
 	if (group)
 	{
-		const size_t need = 2 * (sizeof(uint2) * capacity + sizeof(unsigned int) * 2 * nt_max * BT);
+		const size_t need = 2 * (sizeof(uint2) * capacity + sizeof(unsigned int) * 2 * gkeys);
 		size_t		free_b = 0,
 					total_b = 0;
 
 		CHECK(cub::DeviceScan::ExclusiveSum(NULL, gscan_bytes, (unsigned int *) NULL, (unsigned int *) NULL,
-											(int) (nt_max * BT), g->stream[0]));
+											(int) gkeys, g->stream[0]));
 		CHECK(cudaMemGetInfo(&free_b, &total_b));
 		group = g->limit > 0 ? g->used + need + 2 * gscan_bytes + (64 << 10) <= g->limit :
 			need + 2 * gscan_bytes + (256 << 20) <= free_b;
 		for (int i = 0; i < 2 && group; i++)
 			if (dev_alloc(g, (void **) &d_grouped[i], sizeof(uint2) * capacity, NULL) != TC_OK ||
-				dev_alloc(g, (void **) &d_group[i], sizeof(unsigned int) * 2 * nt_max * BT, NULL) != TC_OK ||
+				dev_alloc(g, (void **) &d_group[i], sizeof(unsigned int) * 2 * gkeys, NULL) != TC_OK ||
 				dev_alloc(g, &d_gscan[i], std::max(gscan_bytes, (size_t) 16), NULL) != TC_OK)
 				group = false;
 		if (!group)
@@ -2581,14 +2615,16 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				CHECK(cudaEventRecord(g->kev[cur][2], s));
 				if (group)
 				{
-					const int	rows = (int) (bd.ntiles * BT);
-					unsigned int *offset = d_group[cur] + nt_max * BT;
+					const unsigned int rows = bd.ntiles * BT;
+					/* keys: positions, or second-point blocks x positions (at most gkeys) */
+					const int	keys = (int) (gshift < 32 ? ((rows + (1ull << gshift) - 1) >> gshift) * rows : rows);
+					unsigned int *offset = d_group[cur] + gkeys;
 
-					CHECK(cudaMemsetAsync(d_group[cur], 0, sizeof(unsigned int) * rows, s));
-					cand_count_kernel<<<sms * 4, 256, 0, s>>>(bb, d_group[cur]);
+					CHECK(cudaMemsetAsync(d_group[cur], 0, sizeof(unsigned int) * keys, s));
+					cand_count_kernel<<<sms * 4, 256, 0, s>>>(bb, d_group[cur], rows, gshift);
 					CHECK(cudaGetLastError());
-					CHECK(cub::DeviceScan::ExclusiveSum(d_gscan[cur], gscan_bytes, d_group[cur], offset, rows, s));
-					cand_scatter_kernel<<<sms * 4, 256, 0, s>>>(bb, offset, d_grouped[cur]);
+					CHECK(cub::DeviceScan::ExclusiveSum(d_gscan[cur], gscan_bytes, d_group[cur], offset, keys, s));
+					cand_scatter_kernel<<<sms * 4, 256, 0, s>>>(bb, offset, d_grouped[cur], rows, gshift);
 					CHECK(cudaGetLastError());
 					bb.cand = d_grouped[cur];
 				}
