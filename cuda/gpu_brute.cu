@@ -2284,6 +2284,14 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * 4,096): the recheck takes issue slots and L1 from the tile kernel.
 	 */
 	const int	batch_depth = getenv("TCJOIN_BATCH_DEPTH") ? atoi(getenv("TCJOIN_BATCH_DEPTH")) : 1;
+	/*
+	 * TCJOIN_TILE_SMS=N, for measuring with two batches on the GPU: the
+	 * tile kernel's grid on N SMs, and each batch's tile kernel after the
+	 * other stream's, so that a batch's recheck runs on the SMs the next
+	 * tile kernel leaves free (a persistent tile kernel on every SM leaves
+	 * none: a recheck block does not fit beside a tile block).
+	 */
+	const int	tile_sms = getenv("TCJOIN_TILE_SMS") ? atoi(getenv("TCJOIN_TILE_SMS")) : 0;
 	/* Dynamic shared memory past the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
 	/*
@@ -2584,7 +2592,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				BruteBatch	bb;
 				cudaStream_t s = g->stream[cur];
 				unsigned long long units = wgmma ? (hi - lo) / 2 : hi - lo;
-				unsigned int blocks = (unsigned int) std::min((unsigned long long) sms * per_sm, units);
+				unsigned int blocks = (unsigned int) std::min((unsigned long long) (tile_sms > 0 ? std::min(tile_sms, sms) : sms) *
+															  per_sm, units);
 
 				bb.list = d_list;
 				bb.lo = lo;
@@ -2603,6 +2612,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 3, s));
 				CHECK(cudaMemsetAsync(d_cnt + cur, 0, sizeof(*d_cnt), s));
 				CHECK(cudaMemsetAsync(d_cnt + 2 + 2 * cur, 0, sizeof(*d_cnt) * 2, s));
+				if (tile_sms > 0 && batch_depth > 1)
+					CHECK(cudaStreamWaitEvent(s, g->kev[1 - cur][2], 0));	/* the other stream's tile kernel */
 				CHECK(cudaEventRecord(g->kev[cur][0], s));
 				if (wgmma)
 				{
