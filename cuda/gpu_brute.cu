@@ -2289,9 +2289,42 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * tile kernel's grid on N SMs, and each batch's tile kernel after the
 	 * other stream's, so that a batch's recheck runs on the SMs the next
 	 * tile kernel leaves free (a persistent tile kernel on every SM leaves
-	 * none: a recheck block does not fit beside a tile block).
+	 * none: a recheck block does not fit beside a tile block).  The tile
+	 * kernels go on streams of the highest priority, so that where the
+	 * next tile kernel and a recheck wait for the same SMs, the tile
+	 * kernel's blocks take them first (the recheck's, on every SM, would
+	 * leave no room for a tile block until the recheck ended).
 	 */
 	const int	tile_sms = getenv("TCJOIN_TILE_SMS") ? atoi(getenv("TCJOIN_TILE_SMS")) : 0;
+	struct TileStreams
+	{
+		cudaStream_t s[2] = {NULL, NULL};
+		cudaEvent_t go[2] = {NULL, NULL};	/* a batch's memsets done: its tile kernel may start */
+
+		~TileStreams()
+		{
+			for (int i = 0; i < 2; i++)
+			{
+				if (go[i])
+					cudaEventDestroy(go[i]);
+				if (s[i])
+					cudaStreamDestroy(s[i]);
+			}
+		}
+	}			tiles;
+
+	if (tile_sms > 0 && batch_depth > 1)
+	{
+		int			least = 0,
+					greatest = 0;
+
+		CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+		for (int i = 0; i < 2; i++)
+		{
+			CHECK(cudaStreamCreateWithPriority(&tiles.s[i], cudaStreamNonBlocking, greatest));
+			CHECK(cudaEventCreateWithFlags(&tiles.go[i], cudaEventDisableTiming));
+		}
+	}
 	/* Dynamic shared memory past the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
 	/*
@@ -2612,18 +2645,27 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 3, s));
 				CHECK(cudaMemsetAsync(d_cnt + cur, 0, sizeof(*d_cnt), s));
 				CHECK(cudaMemsetAsync(d_cnt + 2 + 2 * cur, 0, sizeof(*d_cnt) * 2, s));
-				if (tile_sms > 0 && batch_depth > 1)
-					CHECK(cudaStreamWaitEvent(s, g->kev[1 - cur][2], 0));	/* the other stream's tile kernel */
-				CHECK(cudaEventRecord(g->kev[cur][0], s));
+				/* the tile kernel's stream: the batch's own, or (TCJOIN_TILE_SMS) one of high priority */
+				cudaStream_t ts = tiles.s[cur] ? tiles.s[cur] : s;
+
+				if (tiles.s[cur])
+				{
+					CHECK(cudaEventRecord(tiles.go[cur], s));
+					CHECK(cudaStreamWaitEvent(ts, tiles.go[cur], 0));
+					CHECK(cudaStreamWaitEvent(ts, g->kev[1 - cur][2], 0));	/* the other batch's tile kernel */
+				}
+				CHECK(cudaEventRecord(g->kev[cur][0], ts));
 				if (wgmma)
 				{
 					(bd.approx ? brute_wgmma_kernel<true> : brute_wgmma_kernel<false>)
-						<<<blocks, WG_THREADS, WG_SMEM, s>>>(tmap, bd, bb);
+						<<<blocks, WG_THREADS, WG_SMEM, ts>>>(tmap, bd, bb);
 				}
 				else
-					brute_kernel<<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
+					brute_kernel<<<blocks, BRUTE_THREADS, TILE_SMEM, ts>>>(bd, bb);
 				CHECK(cudaGetLastError());
-				CHECK(cudaEventRecord(g->kev[cur][2], s));
+				CHECK(cudaEventRecord(g->kev[cur][2], ts));
+				if (ts != s)
+					CHECK(cudaStreamWaitEvent(s, g->kev[cur][2], 0));
 				if (group)
 				{
 					const unsigned int rows = bd.ntiles * BT;
