@@ -2286,7 +2286,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	const int	batch_depth = getenv("TCJOIN_BATCH_DEPTH") ? atoi(getenv("TCJOIN_BATCH_DEPTH")) : 1;
 	/*
 	 * TCJOIN_TILE_SMS=N, for measuring with two batches on the GPU: the
-	 * tile kernel's grid on N SMs, and each batch's tile kernel after the
+	 * tile kernel's grid on N SMs (N blocks an SM can hold: with Hopper's
+	 * kernel, one an SM), and each batch's tile kernel after the
 	 * other stream's, so that a batch's recheck runs on the SMs the next
 	 * tile kernel leaves free (a persistent tile kernel on every SM leaves
 	 * none: a recheck block does not fit beside a tile block).  The tile
@@ -2296,34 +2297,19 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * leave no room for a tile block until the recheck ended).
 	 */
 	const int	tile_sms = getenv("TCJOIN_TILE_SMS") ? atoi(getenv("TCJOIN_TILE_SMS")) : 0;
-	struct TileStreams
-	{
-		cudaStream_t s[2] = {NULL, NULL};
-		cudaEvent_t go[2] = {NULL, NULL};	/* a batch's memsets done: its tile kernel may start */
+	const bool	tile_streams = tile_sms > 0 && batch_depth > 1;
 
-		~TileStreams()
-		{
-			for (int i = 0; i < 2; i++)
-			{
-				if (go[i])
-					cudaEventDestroy(go[i]);
-				if (s[i])
-					cudaStreamDestroy(s[i]);
-			}
-		}
-	}			tiles;
-
-	if (tile_sms > 0 && batch_depth > 1)
+	/* kept in the join, so that a longjmp out of the sink leaks nothing (tc_gpu_join_free) */
+	if (tile_streams)
 	{
 		int			least = 0,
 					greatest = 0;
 
 		CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-		for (int i = 0; i < 2; i++)
-		{
-			CHECK(cudaStreamCreateWithPriority(&tiles.s[i], cudaStreamNonBlocking, greatest));
-			CHECK(cudaEventCreateWithFlags(&tiles.go[i], cudaEventDisableTiming));
-		}
+		for (; g->ntile_streams < 2; g->ntile_streams++)
+			CHECK(cudaStreamCreateWithPriority(&g->tile_stream[g->ntile_streams], cudaStreamNonBlocking, greatest));
+		for (; g->ntile_go < 2; g->ntile_go++)
+			CHECK(cudaEventCreateWithFlags(&g->tile_go[g->ntile_go], cudaEventDisableTiming));
 	}
 	/* Dynamic shared memory past the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
@@ -2540,6 +2526,9 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			}
 		}
 	}
+	if (gshift < 32 && getenv("TCJOIN_TRACE"))
+		fprintf(stderr, "tcjoin trace: second points in blocks of %llu positions, %llu keys, grouping %s\n",
+				1ull << gshift, gkeys, group ? "on" : "off (no memory for it)");
 
 	/*
 	 * The join of the set prepared in bd: every tile pair of its triangle,
@@ -2625,7 +2614,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				BruteBatch	bb;
 				cudaStream_t s = g->stream[cur];
 				unsigned long long units = wgmma ? (hi - lo) / 2 : hi - lo;
-				unsigned int blocks = (unsigned int) std::min((unsigned long long) (tile_sms > 0 ? std::min(tile_sms, sms) : sms) *
+				unsigned int blocks = (unsigned int) std::min((unsigned long long) (tile_streams ? std::min(tile_sms, sms) : sms) *
 															  per_sm, units);
 
 				bb.list = d_list;
@@ -2646,12 +2635,12 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				CHECK(cudaMemsetAsync(d_cnt + cur, 0, sizeof(*d_cnt), s));
 				CHECK(cudaMemsetAsync(d_cnt + 2 + 2 * cur, 0, sizeof(*d_cnt) * 2, s));
 				/* the tile kernel's stream: the batch's own, or (TCJOIN_TILE_SMS) one of high priority */
-				cudaStream_t ts = tiles.s[cur] ? tiles.s[cur] : s;
+				cudaStream_t ts = tile_streams ? g->tile_stream[cur] : s;
 
-				if (tiles.s[cur])
+				if (tile_streams)
 				{
-					CHECK(cudaEventRecord(tiles.go[cur], s));
-					CHECK(cudaStreamWaitEvent(ts, tiles.go[cur], 0));
+					CHECK(cudaEventRecord(g->tile_go[cur], s));
+					CHECK(cudaStreamWaitEvent(ts, g->tile_go[cur], 0));
 					CHECK(cudaStreamWaitEvent(ts, g->kev[1 - cur][2], 0));	/* the other batch's tile kernel */
 				}
 				CHECK(cudaEventRecord(g->kev[cur][0], ts));

@@ -122,6 +122,13 @@ tc_gpu_join_free(TcGpuJoin *g)
 		cudaStreamSynchronize(g->stream[i]);
 		cudaStreamDestroy(g->stream[i]);
 	}
+	for (int i = 0; i < g->ntile_streams; i++)
+	{
+		cudaStreamSynchronize(g->tile_stream[i]);
+		cudaStreamDestroy(g->tile_stream[i]);
+	}
+	for (int i = 0; i < g->ntile_go; i++)
+		cudaEventDestroy(g->tile_go[i]);
 	for (int i = 0; i < g->nevents; i++)
 		cudaEventDestroy(g->ring_ev[i]);
 	for (int i = 0; i < g->nkev; i++)
