@@ -2473,10 +2473,11 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * the block of positions (at most M MB of rows) that holds their second
 	 * point, then grouped by first point.  While the GPU works through one
 	 * block its second rows can stay in L2, and each first row comes once a
-	 * block instead of each second row once a candidate: at 100,000 x 1,024
-	 * and 64 neighbours, with 32 MB blocks (8,192 rows, 13 blocks), about
-	 * 5.6 GB of rows from DRAM where the 7.3 million second rows are 30 GB.
-	 * A block is 2^gshift positions, the most that fit in M MB.  Keys are
+	 * block instead of each second row once a candidate (an LRU model of
+	 * L2, test/bench/recheck-l2-model.py: at 100,000 x 1,024 and 64
+	 * neighbours, 5-6 GB from DRAM in blocks of 16 MB, 23-27 GB grouped by
+	 * first point alone).  A block is 2^gshift positions, the most that
+	 * fit in M MB.  Keys are
 	 * blocks x positions, at most 2^26 (the counts' memory).
 	 */
 	int			gshift = 32;	/* the second point's block: position >> gshift */
