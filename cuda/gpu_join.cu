@@ -291,6 +291,7 @@ drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsigned int count,
  * memory was measured at about 8 GB/s, a sixth of the link.
  */
 #define UPLOAD_THREADS 4
+#define UPLOAD_THREADS_MAX 32
 
 TcStatus
 upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
@@ -299,6 +300,9 @@ upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
 	const size_t chunk = sizeof(TcPair) * (size_t) RING_CHUNK;
 	size_t		nchunks = (bytes + chunk - 1) / chunk;
 	TcStatus	st;
+	/* TCJOIN_UPLOAD_THREADS, for measuring: the host threads that fill a slot */
+	const int	nth = getenv("TCJOIN_UPLOAD_THREADS") ?
+		std::max(1, std::min(UPLOAD_THREADS_MAX, atoi(getenv("TCJOIN_UPLOAD_THREADS")))) : UPLOAD_THREADS;
 
 	if ((st = get_ring(g, err)) != TC_OK)
 		return st;
@@ -308,15 +312,15 @@ upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
 		size_t		off = k * chunk;
 		size_t		m = std::min(chunk, bytes - off);
 		char	   *pin = (char *) g->ring + (size_t) slot * chunk;
-		std::thread th[UPLOAD_THREADS];
+		std::thread th[UPLOAD_THREADS_MAX];
 
 		/* the slot's last copy has left it */
 		if (k >= RING_SLOTS && (st = wait_event(g, g->ring_ev[slot], sink, err)) != TC_OK)
 			return st;
-		for (int t = 0; t < UPLOAD_THREADS; t++)
+		for (int t = 0; t < nth; t++)
 		{
-			size_t		lo = m * t / UPLOAD_THREADS,
-						hi = m * (t + 1) / UPLOAD_THREADS;
+			size_t		lo = m * t / nth,
+						hi = m * (t + 1) / nth;
 
 			/* a thread that cannot start leaves its part to this one (no exception escapes) */
 			try
@@ -328,7 +332,7 @@ upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
 				memcpy(pin + lo, (const char *) src + off + lo, hi - lo);
 			}
 		}
-		for (int t = 0; t < UPLOAD_THREADS; t++)
+		for (int t = 0; t < nth; t++)
 			if (th[t].joinable())
 				th[t].join();
 		CHECK(cudaMemcpyAsync((char *) dst + off, pin, m, cudaMemcpyHostToDevice, s));
