@@ -2477,23 +2477,26 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * L2, test/bench/recheck-l2-model.py: at 100,000 x 1,024 and 64
 	 * neighbours, 5-6 GB from DRAM in blocks of 16 MB, 23-27 GB grouped by
 	 * first point alone).  A block is 2^gshift positions, the most that
-	 * fit in M MB.  Keys are
-	 * blocks x positions, at most 2^26 (the counts' memory).
+	 * fit in M MB.  Keys are blocks x positions, at most 2^26 (the counts'
+	 * memory).
 	 */
 	int			gshift = 32;	/* the second point's block: position >> gshift */
-	unsigned long long gkeys = nt_max * BT;
+	/* the grouping's keys for a set of rows positions */
+	auto		keys_for = [&] (unsigned long long rows) {
+		return gshift < 32 ? ((rows + (1ull << gshift) - 1) >> gshift) * rows : rows;
+	};
+	const double block_mb = getenv("TCJOIN_RECHECK_BLOCK_MB") ? atof(getenv("TCJOIN_RECHECK_BLOCK_MB")) : 0;
 
-	if (group && getenv("TCJOIN_RECHECK_BLOCK_MB") && atof(getenv("TCJOIN_RECHECK_BLOCK_MB")) > 0)
+	if (group && block_mb > 0)
 	{
-		const double mb = atof(getenv("TCJOIN_RECHECK_BLOCK_MB"));
-
 		gshift = 7;
-		while (gshift < 31 && (double) rc_row_bytes * (double) (2ull << gshift) <= mb * 1048576.0)
+		while (gshift < 31 && (double) rc_row_bytes * (double) (2ull << gshift) <= block_mb * 1048576.0)
 			gshift++;
-		while (gshift < 31 && ((nt_max * BT + (1ull << gshift) - 1) >> gshift) * nt_max * BT > (1ull << 26))
+		while (gshift < 31 && keys_for(nt_max * BT) > (1ull << 26))
 			gshift++;
-		gkeys = ((nt_max * BT + (1ull << gshift) - 1) >> gshift) * nt_max * BT;
 	}
+
+	const unsigned long long gkeys = keys_for(nt_max * BT);
 
 	/*
 	 * The grouping's buffers, last: only from what the list and the result
@@ -2660,7 +2663,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				{
 					const unsigned int rows = bd.ntiles * BT;
 					/* keys: positions, or second-point blocks x positions (at most gkeys) */
-					const int	keys = (int) (gshift < 32 ? ((rows + (1ull << gshift) - 1) >> gshift) * rows : rows);
+					const int	keys = (int) keys_for(rows);
 					unsigned int *offset = d_group[cur] + gkeys;
 
 					CHECK(cudaMemsetAsync(d_group[cur], 0, sizeof(unsigned int) * keys, s));
