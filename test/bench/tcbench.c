@@ -12,6 +12,11 @@
  *	  --seed S          seed for --gen (default 1)
  *	  --eps E           threshold; or --neighbours K to pick eps by sampling
  *	                    for K neighbours per point on average
+ *	  --calibrate       with --neighbours: refine the sampled eps by counting
+ *	                    the pairs of whole joins (this run's device, method
+ *	                    and exactness) until they are within 2% of n K / 2;
+ *	                    sampling alone can miss by 2x where per-point counts
+ *	                    are heavy-tailed (high-dimensional Gaussian data)
  *	  --eps-only        print the chosen eps and exit (with --neighbours)
  *	  --write F         write the points as raw float32 to F and exit
  *	  --method M        auto | grid | brute (default auto)
@@ -66,6 +71,7 @@ typedef struct Options
 	double		eps;
 	double		neighbours;
 	int			eps_only;
+	int			calibrate;
 	TcMethod	method;
 	const char *method_name;
 	int			threads;
@@ -418,6 +424,11 @@ parse_args(int argc, char **argv, Options *o)
 			o->eps_only = 1;
 			continue;
 		}
+		if (strcmp(a, "--calibrate") == 0)
+		{
+			o->calibrate = 1;
+			continue;
+		}
 		if (v == NULL)
 			die("missing value");
 		i++;
@@ -553,6 +564,88 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 			   st->method, st->auto_grid_seconds, st->auto_brute_seconds);
 }
 
+/* The pairs of one whole join at eps (this run's settings); -1: no GPU. */
+static int64_t
+join_count(const Options *o, void *data, int64_t n, double eps)
+{
+	TcPoints	p = {.data = data, .n = n, .d = o->d, .type = o->type};
+	TcJoinParams params = {.eps = eps, .method = o->method, .device = o->device,
+		.tensor_cores = o->tc, .exact = o->exact, .threads = o->threads,
+	.gpu_memory_limit = (size_t) o->gpu_memory_mb << 20};
+	Counter		counter = {0};
+	TcSink		sink = {.emit = count_pairs, .poll = NULL, .arg = &counter};
+	TcError		err;
+	TcJoin	   *join = tc_join_create(&p, NULL, &params, &err);
+	TcStatus	st = join ? tc_join_run(join, &sink, &err) : err.status;
+
+	tc_join_destroy(join);
+	if (st == TC_ERR_NO_GPU)
+		return -1;
+	if (st != TC_OK)
+	{
+		fprintf(stderr, "tcbench: %s\n", err.message);
+		exit(1);
+	}
+	return (int64_t) counter.pairs;
+}
+
+/*
+ * --calibrate: eps such that the join returns n k / 2 pairs, within 2%.
+ * Pairs grow as a power of eps (steeply where distances concentrate), so
+ * the steps are secants in log-log space, kept inside the bracket found so
+ * far (a geometric bisection where a secant would leave it); at most 12
+ * joins.  The sampled eps is the start; its guess of the power is d.
+ */
+static double
+calibrate_eps(const Options *o, void *data, int64_t n, double eps)
+{
+	double		target = (double) n * o->neighbours / 2,
+				lo = 0,			/* the bracket: fewer pairs at lo, more at hi */
+				hi = 0,
+				prev_e = 0, prev_c = 0,
+				t0 = tc_now();
+	int			joins = 0;
+	int64_t		c = -1;
+
+	if (target < 1)
+		return eps;
+	for (; joins < 12; joins++)
+	{
+		double		next;
+
+		c = join_count(o, data, n, eps);
+		if (c < 0)
+			return eps;			/* no GPU: the run reports it */
+		if (fabs((double) c - target) <= 0.02 * target)
+		{
+			joins++;
+			break;
+		}
+		if ((double) c < target && (lo == 0 || eps > lo))
+			lo = eps;
+		if ((double) c > target && (hi == 0 || eps < hi))
+			hi = eps;
+		if (prev_e > 0 && prev_c > 0 && c > 0 && prev_e != eps && prev_c != (double) c)
+		{
+			double		power = log((double) c / prev_c) / log(eps / prev_e);
+
+			next = eps * pow(target / (double) c, 1.0 / power);
+		}
+		else
+			next = eps * pow(target / fmax((double) c, 0.5), 1.0 / o->d);
+		/* inside the bracket, or a geometric bisection of it */
+		if (lo > 0 && hi > 0 && !(next > lo && next < hi))
+			next = sqrt(lo * hi);
+		else if (!(next > 0) || !isfinite(next))
+			next = c < target ? eps * 2 : eps / 2;
+		prev_e = eps, prev_c = (double) c;
+		eps = next;
+	}
+	fprintf(stderr, "tcbench: eps %.9g calibrated by %d joins: %lld pairs, %.0f asked (%.1f s)\n",
+			eps, joins, (long long) c, target, tc_now() - t0);
+	return eps;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -583,11 +676,6 @@ main(int argc, char **argv)
 		o.eps = eps_for_neighbours(pts, n, o.d, o.neighbours, o.threads);
 	if (o.eps < 0)
 		die("--eps or --neighbours is required");
-	if (o.eps_only)
-	{
-		printf("%.9g\n", o.eps);
-		return 0;
-	}
 	if (o.type == TC_FLOAT8)
 	{
 		double	   *p8 = malloc(sizeof(double) * n * o.d);
@@ -598,6 +686,13 @@ main(int argc, char **argv)
 	}
 	else
 		data = pts;
+	if (o.calibrate && o.neighbours > 0)
+		o.eps = calibrate_eps(&o, data, n, o.eps);
+	if (o.eps_only)
+	{
+		printf("%.9g\n", o.eps);
+		return 0;
+	}
 
 	runs = calloc(o.reps, sizeof(Run));
 	for (int r = 0; r < o.reps; r++)
