@@ -868,27 +868,19 @@ recheck_kernel(BruteDev g, BruteBatch b)
  * count, scan, scatter), so that the lanes of a warp in recheck_vec_kernel
  * mostly share that row: its loads come to one line for the warp where
  * there were 32 (about 40 candidates a point at 64 neighbours), half the
- * lines the recheck reads.  With shift < 32 (TCJOIN_RECHECK_BLOCK_MB) the
- * key is first the block of 2^shift positions that holds the second point,
- * then the first point (rows positions a block): see its setting.
+ * lines the recheck reads.
  */
-__device__ __forceinline__ unsigned int
-cand_key(uint2 p, unsigned int rows, int shift)
-{
-	return shift < 32 ? (p.y >> shift) * rows + p.x : p.x;
-}
-
 __global__ void
-cand_count_kernel(BruteBatch b, unsigned int *count, unsigned int rows, int shift)
+cand_count_kernel(BruteBatch b, unsigned int *count)
 {
 	const unsigned int nc = batch_candidates(b);
 
 	for (unsigned int c = blockIdx.x * blockDim.x + threadIdx.x; c < nc; c += gridDim.x * blockDim.x)
-		atomicAdd(&count[cand_key(b.cand[c], rows, shift)], 1u);
+		atomicAdd(&count[b.cand[c].x], 1u);
 }
 
 __global__ void
-cand_scatter_kernel(BruteBatch b, unsigned int *offset, uint2 *out, unsigned int rows, int shift)
+cand_scatter_kernel(BruteBatch b, unsigned int *offset, uint2 *out)
 {
 	const unsigned int nc = batch_candidates(b);
 
@@ -896,7 +888,7 @@ cand_scatter_kernel(BruteBatch b, unsigned int *offset, uint2 *out, unsigned int
 	{
 		const uint2 p = b.cand[c];
 
-		out[atomicAdd(&offset[cand_key(p, rows, shift)], 1u)] = p;
+		out[atomicAdd(&offset[p.x], 1u)] = p;
 	}
 }
 
@@ -2284,33 +2276,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * 4,096): the recheck takes issue slots and L1 from the tile kernel.
 	 */
 	const int	batch_depth = getenv("TCJOIN_BATCH_DEPTH") ? atoi(getenv("TCJOIN_BATCH_DEPTH")) : 1;
-	/*
-	 * TCJOIN_TILE_SMS=N, for measuring with two batches on the GPU: the
-	 * tile kernel's grid on N SMs (N blocks an SM can hold: with Hopper's
-	 * kernel, one an SM), and each batch's tile kernel after the
-	 * other stream's, so that a batch's recheck runs on the SMs the next
-	 * tile kernel leaves free (a persistent tile kernel on every SM leaves
-	 * none: a recheck block does not fit beside a tile block).  The tile
-	 * kernels go on streams of the highest priority, so that where the
-	 * next tile kernel and a recheck wait for the same SMs, the tile
-	 * kernel's blocks take them first (the recheck's, on every SM, would
-	 * leave no room for a tile block until the recheck ended).
-	 */
-	const int	tile_sms = getenv("TCJOIN_TILE_SMS") ? atoi(getenv("TCJOIN_TILE_SMS")) : 0;
-	const bool	tile_streams = tile_sms > 0 && batch_depth > 1;
-
-	/* kept in the join, so that a longjmp out of the sink leaks nothing (tc_gpu_join_free) */
-	if (tile_streams)
-	{
-		int			least = 0,
-					greatest = 0;
-
-		CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-		for (; g->ntile_streams < 2; g->ntile_streams++)
-			CHECK(cudaStreamCreateWithPriority(&g->tile_stream[g->ntile_streams], cudaStreamNonBlocking, greatest));
-		for (; g->ntile_go < 2; g->ntile_go++)
-			CHECK(cudaEventCreateWithFlags(&g->tile_go[g->ntile_go], cudaEventDisableTiming));
-	}
 	/* Dynamic shared memory past the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
 	/*
@@ -2469,54 +2434,24 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		return st;
 
 	/*
-	 * TCJOIN_RECHECK_BLOCK_MB=M, for measuring: the candidates ordered by
-	 * the block of positions (at most M MB of rows) that holds their second
-	 * point, then grouped by first point.  While the GPU works through one
-	 * block its second rows can stay in L2, and each first row comes once a
-	 * block instead of each second row once a candidate (an LRU model of
-	 * L2, test/bench/recheck-l2-model.py: at 100,000 x 1,024 and 64
-	 * neighbours, 5-6 GB from DRAM in blocks of 16 MB, 23-27 GB grouped by
-	 * first point alone).  A block is 2^gshift positions, the most that
-	 * fit in M MB.  Keys are blocks x positions, at most 2^26 (the counts'
-	 * memory).
-	 */
-	int			gshift = 32;	/* the second point's block: position >> gshift */
-	/* the grouping's keys for a set of rows positions */
-	auto		keys_for = [&] (unsigned long long rows) {
-		return gshift < 32 ? ((rows + (1ull << gshift) - 1) >> gshift) * rows : rows;
-	};
-	const double block_mb = getenv("TCJOIN_RECHECK_BLOCK_MB") ? atof(getenv("TCJOIN_RECHECK_BLOCK_MB")) : 0;
-
-	if (group && block_mb > 0)
-	{
-		gshift = 7;
-		while (gshift < 31 && (double) rc_row_bytes * (double) (2ull << gshift) <= block_mb * 1048576.0)
-			gshift++;
-		while (gshift < 31 && keys_for(nt_max * BT) > (1ull << 26))
-			gshift++;
-	}
-
-	const unsigned long long gkeys = keys_for(nt_max * BT);
-
-	/*
 	 * The grouping's buffers, last: only from what the list and the result
 	 * buffers left.  Where they do not fit, or an allocation fails, the
 	 * candidates stay as they came.
 	 */
 	if (group)
 	{
-		const size_t need = 2 * (sizeof(uint2) * capacity + sizeof(unsigned int) * 2 * gkeys);
+		const size_t need = 2 * (sizeof(uint2) * capacity + sizeof(unsigned int) * 2 * nt_max * BT);
 		size_t		free_b = 0,
 					total_b = 0;
 
 		CHECK(cub::DeviceScan::ExclusiveSum(NULL, gscan_bytes, (unsigned int *) NULL, (unsigned int *) NULL,
-											(int) gkeys, g->stream[0]));
+											(int) (nt_max * BT), g->stream[0]));
 		CHECK(cudaMemGetInfo(&free_b, &total_b));
 		group = g->limit > 0 ? g->used + need + 2 * gscan_bytes + (64 << 10) <= g->limit :
 			need + 2 * gscan_bytes + (256 << 20) <= free_b;
 		for (int i = 0; i < 2 && group; i++)
 			if (dev_alloc(g, (void **) &d_grouped[i], sizeof(uint2) * capacity, NULL) != TC_OK ||
-				dev_alloc(g, (void **) &d_group[i], sizeof(unsigned int) * 2 * gkeys, NULL) != TC_OK ||
+				dev_alloc(g, (void **) &d_group[i], sizeof(unsigned int) * 2 * nt_max * BT, NULL) != TC_OK ||
 				dev_alloc(g, &d_gscan[i], std::max(gscan_bytes, (size_t) 16), NULL) != TC_OK)
 				group = false;
 		if (!group)
@@ -2530,9 +2465,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			}
 		}
 	}
-	if (gshift < 32 && getenv("TCJOIN_TRACE"))
-		fprintf(stderr, "tcjoin trace: second points in blocks of %llu positions, %llu keys, grouping %s\n",
-				1ull << gshift, gkeys, group ? "on" : "off (no memory for it)");
 
 	/*
 	 * The join of the set prepared in bd: every tile pair of its triangle,
@@ -2618,8 +2550,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				BruteBatch	bb;
 				cudaStream_t s = g->stream[cur];
 				unsigned long long units = wgmma ? (hi - lo) / 2 : hi - lo;
-				unsigned int blocks = (unsigned int) std::min((unsigned long long) (tile_streams ? std::min(tile_sms, sms) : sms) *
-															  per_sm, units);
+				unsigned int blocks = (unsigned int) std::min((unsigned long long) sms * per_sm, units);
 
 				bb.list = d_list;
 				bb.lo = lo;
@@ -2638,39 +2569,26 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				CHECK(cudaMemsetAsync(d_meta[cur], 0, sizeof(unsigned int) * 3, s));
 				CHECK(cudaMemsetAsync(d_cnt + cur, 0, sizeof(*d_cnt), s));
 				CHECK(cudaMemsetAsync(d_cnt + 2 + 2 * cur, 0, sizeof(*d_cnt) * 2, s));
-				/* the tile kernel's stream: the batch's own, or (TCJOIN_TILE_SMS) one of high priority */
-				cudaStream_t ts = tile_streams ? g->tile_stream[cur] : s;
-
-				if (tile_streams)
-				{
-					CHECK(cudaEventRecord(g->tile_go[cur], s));
-					CHECK(cudaStreamWaitEvent(ts, g->tile_go[cur], 0));
-					CHECK(cudaStreamWaitEvent(ts, g->kev[1 - cur][2], 0));	/* the other batch's tile kernel */
-				}
-				CHECK(cudaEventRecord(g->kev[cur][0], ts));
+				CHECK(cudaEventRecord(g->kev[cur][0], s));
 				if (wgmma)
 				{
 					(bd.approx ? brute_wgmma_kernel<true> : brute_wgmma_kernel<false>)
-						<<<blocks, WG_THREADS, WG_SMEM, ts>>>(tmap, bd, bb);
+						<<<blocks, WG_THREADS, WG_SMEM, s>>>(tmap, bd, bb);
 				}
 				else
-					brute_kernel<<<blocks, BRUTE_THREADS, TILE_SMEM, ts>>>(bd, bb);
+					brute_kernel<<<blocks, BRUTE_THREADS, TILE_SMEM, s>>>(bd, bb);
 				CHECK(cudaGetLastError());
-				CHECK(cudaEventRecord(g->kev[cur][2], ts));
-				if (ts != s)
-					CHECK(cudaStreamWaitEvent(s, g->kev[cur][2], 0));
+				CHECK(cudaEventRecord(g->kev[cur][2], s));
 				if (group)
 				{
-					const unsigned int rows = bd.ntiles * BT;
-					/* keys: positions, or second-point blocks x positions (at most gkeys) */
-					const int	keys = (int) keys_for(rows);
-					unsigned int *offset = d_group[cur] + gkeys;
+					const int	rows = (int) (bd.ntiles * BT);
+					unsigned int *offset = d_group[cur] + nt_max * BT;
 
-					CHECK(cudaMemsetAsync(d_group[cur], 0, sizeof(unsigned int) * keys, s));
-					cand_count_kernel<<<sms * 4, 256, 0, s>>>(bb, d_group[cur], rows, gshift);
+					CHECK(cudaMemsetAsync(d_group[cur], 0, sizeof(unsigned int) * rows, s));
+					cand_count_kernel<<<sms * 4, 256, 0, s>>>(bb, d_group[cur]);
 					CHECK(cudaGetLastError());
-					CHECK(cub::DeviceScan::ExclusiveSum(d_gscan[cur], gscan_bytes, d_group[cur], offset, keys, s));
-					cand_scatter_kernel<<<sms * 4, 256, 0, s>>>(bb, offset, d_grouped[cur], rows, gshift);
+					CHECK(cub::DeviceScan::ExclusiveSum(d_gscan[cur], gscan_bytes, d_group[cur], offset, rows, s));
+					cand_scatter_kernel<<<sms * 4, 256, 0, s>>>(bb, offset, d_grouped[cur]);
 					CHECK(cudaGetLastError());
 					bb.cand = d_grouped[cur];
 				}

@@ -122,13 +122,6 @@ tc_gpu_join_free(TcGpuJoin *g)
 		cudaStreamSynchronize(g->stream[i]);
 		cudaStreamDestroy(g->stream[i]);
 	}
-	for (int i = 0; i < g->ntile_streams; i++)
-	{
-		cudaStreamSynchronize(g->tile_stream[i]);
-		cudaStreamDestroy(g->tile_stream[i]);
-	}
-	for (int i = 0; i < g->ntile_go; i++)
-		cudaEventDestroy(g->tile_go[i]);
 	for (int i = 0; i < g->nevents; i++)
 		cudaEventDestroy(g->ring_ev[i]);
 	for (int i = 0; i < g->nkev; i++)
@@ -288,9 +281,11 @@ drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsigned int count,
  * Copy bytes from the caller's (pageable) memory to the device through the
  * pinned ring: host threads copy each chunk into a free slot while the
  * previous slots' copies cross the link.  A plain copy from pageable
- * memory was measured at about 8 GB/s, a sixth of the link.
+ * memory was measured at about 8 GB/s, a sixth of the link.  Eight
+ * threads a slot filled 512 MB in 0.022 s against 0.033 s with four and
+ * 0.029 s with sixteen (docs/performance.md).
  */
-#define UPLOAD_THREADS 4
+#define UPLOAD_THREADS 8
 #define UPLOAD_THREADS_MAX 32
 
 TcStatus

@@ -202,11 +202,6 @@ struct TcGpuJoin
 	int		   *d_abort;
 	cudaStream_t abort_stream;
 	bool		have_abort_stream;
-	/* TCJOIN_TILE_SMS (gpu_brute.cu): the tile kernels' streams, and their start events */
-	cudaStream_t tile_stream[2];
-	int			ntile_streams;
-	cudaEvent_t tile_go[2];
-	int			ntile_go;
 	unsigned long long *h_bounds;
 	TcPair	   *out;
 	TcPair	   *ring;			/* RING_SLOTS x RING_CHUNK pinned pairs */

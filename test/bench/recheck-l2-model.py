@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """
 A model of the exact recheck's row reads through L2, to predict how many
-bytes each candidate order brings from DRAM (TCJOIN_RECHECK_BLOCK_MB).
+bytes each candidate order brings from DRAM: grouped by first point, or
+by blocks of second rows (an order measured on the GPU and dropped: DRAM
+was not what bounded the recheck; docs/performance.md).
 Candidates are a random neighbour graph, as on Gaussian data, where the
 ordering puts a point's neighbours anywhere. L2 is an LRU cache of whole rows,
 read in the candidates' order. A group's first row counts once (it stays in
