@@ -132,34 +132,36 @@ if [ -n "$BENCH" ]; then
     for nd in 100000:128 200000:384 100000:960 100000:1024 100000:4096; do
         n=${nd%:*} d=${nd#*:}
         echo "gemm_floor $n $d: $(test/bench/gemm_floor $n $d)"
-        $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
+        # eps for 64 neighbours a point, counted (--calibrate), shared by the variants below
+        E="--eps $($B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --calibrate --eps-only)"
+        $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
         # the same on the mma.sync kernel (Hopper's own runs wgmma), and approximate (exact off)
-        TCJOIN_BRUTE_KERNEL=mma $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
-        $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --exact off --sink count --reps 3
+        TCJOIN_BRUTE_KERNEL=mma $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
+        $B --gen gauss --n $n --d $d $E --method brute --device gpu --exact off --sink count --reps 3
         # the staged recheck kernel; two batches on the GPU at once (a recheck beside the next tile kernel)
-        TCJOIN_RECHECK=staged $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
-        TCJOIN_BATCH_DEPTH=2 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
+        TCJOIN_RECHECK=staged $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
+        TCJOIN_BATCH_DEPTH=2 $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
         # the candidates as they came (not grouped by first point); the lane kernel in place of
         # Hopper's bulk-copy recheck, both exactnesses; 128-byte and 256-byte bulk copies forced
-        TCJOIN_RECHECK_GROUP=0 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
-        TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
-        TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --exact off --sink count --reps 3
-        TCJOIN_RECHECK=bulk128 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
-        TCJOIN_RECHECK=bulk $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
+        TCJOIN_RECHECK_GROUP=0 $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
+        TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
+        TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d $E --method brute --device gpu --exact off --sink count --reps 3
+        TCJOIN_RECHECK=bulk128 $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
+        TCJOIN_RECHECK=bulk $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
         # Hopper's warpgroups in step instead of taking turns (they take turns at d <= 128 only)
-        [ "$d" -le 128 ] && TCJOIN_PINGPONG=0 $B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --sink count --reps 3
+        [ "$d" -le 128 ] && TCJOIN_PINGPONG=0 $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
     done
     echo "== the issue's end-to-end figure: 1,000,000 x 128, about 64 neighbours"
-    $B --gen gauss --n 1000000 --d 128 --neighbours 64 --method brute --device gpu --sink count --reps 3
+    $B --gen gauss --n 1000000 --d 128 --neighbours 64 --calibrate --method brute --device gpu --sink count --reps 3
     echo "== the same, streamed: at most 1 GB of GPU memory (the whole join takes about 1.1 GB): 4 blocks"
-    $B --gen gauss --n 1000000 --d 128 --neighbours 64 --method brute --device gpu --sink count --reps 3 \
+    $B --gen gauss --n 1000000 --d 128 --neighbours 64 --calibrate --method brute --device gpu --sink count --reps 3 \
         --gpu-memory 1024
     echo "== real data (test/bench/unpack-data, from .data-pack)"
     test/bench/unpack-data .data || true
     if [ -e .data/fmnist_70000x784.f32 ]; then
         echo "gemm_floor 70000 784: $(test/bench/gemm_floor 70000 784)"
         for ex in on off; do
-            $B --file .data/fmnist_70000x784.f32 --d 784 --neighbours 64 --method brute --device gpu --exact $ex --sink count --reps 3
+            $B --file .data/fmnist_70000x784.f32 --d 784 --neighbours 64 --calibrate --method brute --device gpu --exact $ex --sink count --reps 3
         done
     fi
     if [ -e .data/tycho2_1871011x3.f32 ]; then
