@@ -92,6 +92,12 @@ struct BruteDev
 	double		inv_sigma;
 	/* Hopper's kernel: the warpgroups take turns at the MMAs (brute_wgmma_kernel) */
 	bool		pingpong;
+	/*
+	 * TCJOIN_RECHECK_PREFETCH, for measuring: bytes of a second row that
+	 * recheck_bulk_kernel asks into L2 a window ahead of its copies (a
+	 * multiple of its chunk; 0, the default: none)
+	 */
+	unsigned int rc_prefetch;
 };
 
 /*
@@ -1470,6 +1476,25 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 			const unsigned int bytes = done ? 0 : (unsigned int) (min(CE, len - k0) * (int) sizeof(E));
 
 			mbar_expect(bar0 + (j % RB_SLOTS) * 8, bytes);
+			if (bytes > 0 && g.rc_prefetch > 0 && (unsigned int) k0 * sizeof(E) % g.rc_prefetch == 0)
+			{
+				/*
+				 * At a window's first chunk, the next window into L2 (at the
+				 * row's start, this one too): DRAM then serves a row in
+				 * windows, not in chunks scattered among the other lanes'.
+				 */
+				const unsigned int off = (unsigned int) (k0 * sizeof(E)),
+							rowb = (unsigned int) (len * sizeof(E));
+
+				for (unsigned int w = off == 0 ? 0 : off + g.rc_prefetch;
+					 w <= off + g.rc_prefetch && w < rowb; w += g.rc_prefetch)
+				{
+					const unsigned int pb = min(g.rc_prefetch, rowb - w) & ~15u;
+
+					if (pb > 0)
+						bulk_prefetch_l2((const char *) rb + w, pb);
+				}
+			}
 			if (bytes > 0)
 			{
 				asm volatile("fence.proxy.async.shared::cta;" ::: "memory");	/* after our reads of the slot */
@@ -2107,6 +2132,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	bd.d = d;
 	bd.thr = thr;
 	bd.approx = !params->exact;
+	bd.rc_prefetch = 0;
 	bd.split_row = UINT_MAX;	/* one set: positions map to the caller's rows as they are */
 
 	/*
@@ -2399,6 +2425,10 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	{
 		/* the bulk kernel's blocks, as many as fit at once (shared memory bounds them) */
 		int			rb_per_sm = 0;
+		const long	pf = getenv("TCJOIN_RECHECK_PREFETCH") ? atol(getenv("TCJOIN_RECHECK_PREFETCH")) : 0;
+
+		/* whole chunks, at most 64 KB */
+		bd.rc_prefetch = (unsigned int) (std::min(std::max(pf, 0L), 65536L) / rb_chunk * rb_chunk);
 
 		CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&rb_per_sm, rk, RC_WARPS * WARP, rk_smem));
 		rk_grid = (unsigned int) (sms * std::max(rb_per_sm, 1));
