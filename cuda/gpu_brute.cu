@@ -191,12 +191,19 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int pitch, 
 	int			lane = threadIdx.x % WARP;
 	double		hn2 = 0.0,
 				r2 = 0.0,
-				y2 = 0.0;
+				y2 = 0.0,
+				A = 0.0,		/* the prefix bound's (fp16_filter.h), lane 0's */
+				P = 0.0;		/* h^2 of the steps so far */
+	/* the steps the prefix bound counts: K / 16 (fp16_filter.h) */
+	const int	ksteps = plan.dpad;
+	/* whole warps (the shuffles below), past both the row and the steps */
+	const int	kend = (max(pitch, ksteps) + WARP - 1) / WARP * WARP;
 
 	if (i >= npad)
 		return;
-	for (int k = lane; k < pitch; k += WARP)
+	for (int k0 = 0; k0 < kend; k0 += WARP)
 	{
+		const int	k = k0 + lane;
 		double		hk = 0.0;
 
 		if (i < n && k < d)
@@ -211,7 +218,22 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int pitch, 
 			r2 = __dadd_rn(r2, __dmul_rn(ek, ek));
 			y2 = __dadd_rn(y2, __dmul_rn(sy, sy));
 		}
-		h[(size_t) i * pitch + k] = __double2half(hk);	/* exact: hk is an FP16 value */
+		if (k < pitch)
+			h[(size_t) i * pitch + k] = __double2half(hk);	/* exact: hk is an FP16 value */
+		if (plan.prefix)
+		{
+			/* this warp's two steps (lanes 0-15, 16-31): their h^2, then A in order */
+			double		v = __dmul_rn(hk, hk);
+
+			for (int off = 8; off > 0; off /= 2)
+				v += __shfl_xor_sync(FULL_MASK, v, off);
+			for (int half = 0; half < 2; half++)
+				if (k0 + 16 * half < ksteps)
+				{
+					A += P;
+					P += __shfl_sync(FULL_MASK, v, 16 * half);
+				}
+		}
 	}
 	for (int off = WARP / 2; off > 0; off /= 2)
 	{
@@ -225,7 +247,7 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int pitch, 
 
 		if (i < n)
 		{
-			tc_f16_finish(&plan, d, hn2, r2, y2, &pt);
+			tc_f16_finish(&plan, d, hn2, r2, y2, A, &pt);
 			q[i] = approx ? (float) (hn2 * 0.5) : pt.q;
 			rc[i] = approx ? 0.0f : pt.rc;
 		}
@@ -1914,6 +1936,8 @@ make_plan(TcGpuJoin *g, unsigned int n, int d, int nblocks, Fetch fetch, double 
 	dev_free(g, d_max);
 	memcpy(&maxabs, &maxbits, sizeof(maxabs));
 	tc_f16_plan(&plan, d, thr, maxabs);
+	/* TCJOIN_F16_PREFIX=1, for measuring: the filter's prefix bound (fp16_filter.h) */
+	tc_f16_use_prefix(&plan, getenv("TCJOIN_F16_PREFIX") && strcmp(getenv("TCJOIN_F16_PREFIX"), "1") == 0);
 	if (bd.approx && maxabs > 0.0 && !(maxabs * plan.sigma > 0x1p14))
 		bd.approx = false;		/* too small to scale into FP16's range: exact instead */
 	bd.thr_half = (float) (plan.sigma * plan.sigma * thr * 0.5);

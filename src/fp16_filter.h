@@ -48,6 +48,22 @@
  *     the computed left side is at least the computed right side: kept.
  * The scale keeps |sigma y| <= 2^15, so no FP16 value overflows
  * (65,504 is FP16's largest) and |acc| stays below 2^43.
+ *
+ * The prefix bound (plan.prefix; off by default until measured).  Step (3)
+ * charges each step with the whole sum of |products|, but the tensor cores
+ * take the steps in index order, and what step s truncates is the
+ * accumulator so far, the prefix's dot, plus the step's own products.  With
+ * P(s) the sum of h^2 over a point's first 16 s coordinates, Cauchy-Schwarz
+ * and AM-GM give |prefix dot| <= (P_a(s) + P_b(s)) / 2.  Summed over the
+ * steps, the error is at most 9 2^-23 (A_a + A_b + hn_a + hn_b) / (1 - 18
+ * 2^-23 S), where A = sum over the steps s of P(s - 1), S is the number of
+ * steps and the last factor the error's feedback into later steps (under
+ * 1.01 for K <= 2^16).  The steps are the K / 16 of (3) (a kernel's slice
+ * past K adds exact zeros, which leave the accumulator exact).  So q gives
+ * up, per point, 10 2^-23 A + 22 2^-23 hn (the 12 units of (4) included)
+ * in place of kappa hn / 2: about half as much where the energy is spread
+ * over the coordinates (A is then about K / 32 hn), and never more, as
+ * P(0) = 0 makes A at most (K / 16 - 1) hn (to A's rounding).
  */
 #ifndef TCJOIN_FP16_FILTER_H
 #define TCJOIN_FP16_FILTER_H
@@ -63,6 +79,7 @@ typedef struct TcF16Plan
 	double		e_half;			/* E / 2, E >= sigma D for pairs within eps */
 	float		kappa;			/* (5 K / 4 + 24) 2^-23 */
 	int			dpad;			/* K: d rounded up to 16 */
+	bool		prefix;			/* the prefix bound (above); K <= 2^16 */
 } TcF16Plan;
 
 /*
@@ -133,6 +150,14 @@ tc_f16_plan(TcF16Plan *p, int d, double thr, double maxabs)
 	p->e_half = p->sigma * bound * 0.5;
 	p->dpad = (d + 15) / 16 * 16;
 	p->kappa = (float) ((1.25 * p->dpad + 24.0) * 0x1p-23);
+	p->prefix = false;
+}
+
+/* The prefix bound where K allows it (its feedback factor assumes K <= 2^16). */
+static inline TC_HOSTDEV void
+tc_f16_use_prefix(TcF16Plan *p, bool on)
+{
+	p->prefix = on && p->dpad <= 65536;
 }
 
 /* What a point contributes to the filter. */
@@ -157,20 +182,27 @@ tc_f16_float_down(double v)
 
 /*
  * A point's filter values from the sums over its coordinates (in any order)
- * of h^2, (h - sigma y)^2 and (sigma y)^2.
+ * of h^2, (h - sigma y)^2 and (sigma y)^2, and (for the prefix bound) A, the
+ * sum over the K / 16 steps of the h^2 before each (tc_f16_prefix_sum).
  */
 static inline TC_HOSTDEV void
-tc_f16_finish(const TcF16Plan *p, int d, double hn2, double r2, double y2, TcF16Point *pt)
+tc_f16_finish(const TcF16Plan *p, int d, double hn2, double r2, double y2, double A,
+			  TcF16Point *pt)
 {
 	/* Sums of d non-negative terms: each within gamma_{d+2} of its value. */
 	double		slack = 1.0 + (double) (d + 4) * 0x1p-52;
 	double		R = (sqrt(r2 * slack) + sqrt(y2 * slack) * 0x1p-52 + p->e_half) * (1.0 + 0x1p-48);
+	double		charge;			/* hn / 2 less what q gives up for the accumulation */
 
+	if (p->prefix)
+		/* A's float8 sums: K + K / 16 terms a value, within 2^-32 for K <= 2^16 */
+		charge = hn2 * (0.5 - 22.0 * 0x1p-23) - 10.0 * 0x1p-23 * A * (1.0 + 0x1p-30);
+	else
+		charge = (1.0 - (double) p->kappa) * hn2 * 0.5;
 	pt->hn = hn2;
 	pt->R = R;
 	pt->rc = tc_f16_float_up(R * (1.0 + 0x1p-21) * (1.0 + 0x1p-50));
-	pt->q = tc_f16_float_down((1.0 - (double) p->kappa) * hn2 * 0.5 -
-							  R * R * (1.0 + 0x1p-21) * 0.5 * (1.0 + 0x1p-50) - 0x1p-102);
+	pt->q = tc_f16_float_down(charge - R * R * (1.0 + 0x1p-21) * 0.5 * (1.0 + 0x1p-50) - 0x1p-102);
 }
 
 /*
@@ -182,7 +214,8 @@ tc_f16_point(const TcF16Plan *p, const double *y, int d, double *h, TcF16Point *
 {
 	double		hn2 = 0.0,
 				r2 = 0.0,
-				y2 = 0.0;
+				y2 = 0.0,
+				A = 0.0;
 
 	for (int k = 0; k < d; k++)
 	{
@@ -190,13 +223,15 @@ tc_f16_point(const TcF16Plan *p, const double *y, int d, double *h, TcF16Point *
 		double		hk = tc_f16_round(sy);
 		double		ek = hk - sy;
 
+		if (k % 16 == 0)
+			A += hn2;			/* the h^2 before this step */
 		hn2 += hk * hk;
 		r2 += ek * ek;
 		y2 += sy * sy;
 		if (h)
 			h[k] = hk;
 	}
-	tc_f16_finish(p, d, hn2, r2, y2, pt);
+	tc_f16_finish(p, d, hn2, r2, y2, A, pt);
 }
 
 /* The epilogue's test: true iff the pair is certainly beyond eps. */

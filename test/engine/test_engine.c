@@ -1890,8 +1890,10 @@ test_f16_filter(void)
 					dd[t++] = ref_dist(&p, i, &p, j);
 
 			/* eps: 0, a pair's distance (2% and 30% quantiles), the largest */
-			for (int e = 0; e < 4; e++)
+			for (int e = 0; e < 8; e++)
 			{
+				/* e >= 4: the same eps under the prefix bound (fp16_filter.h) */
+				const bool	prefix = e >= 4;
 				int64_t		npairs = n * (n - 1) / 2;
 				double	   *sorted = malloc(sizeof(double) * npairs);
 				double		eps;
@@ -1904,13 +1906,14 @@ test_f16_filter(void)
 
 				memcpy(sorted, dd, sizeof(double) * npairs);
 				qsort(sorted, npairs, sizeof(double), cmp_double);
-				eps = e == 0 ? 0.0 : e == 1 ? sorted[npairs / 50] :
-					e == 2 ? sorted[npairs * 3 / 10] : sorted[npairs - 1];
+				eps = e % 4 == 0 ? 0.0 : e % 4 == 1 ? sorted[npairs / 50] :
+					e % 4 == 2 ? sorted[npairs * 3 / 10] : sorted[npairs - 1];
 				free(sorted);
 
-				case_begin("fp16 filter %s d=%d n=%lld eps=%.17g", dist_name((Dist) dist), d,
-						   (long long) n, eps);
+				case_begin("fp16 filter%s %s d=%d n=%lld eps=%.17g", prefix ? " (prefix bound)" : "",
+						   dist_name((Dist) dist), d, (long long) n, eps);
 				tc_f16_plan(&plan, d, tc_sq_threshold(eps), maxabs);
+				tc_f16_use_prefix(&plan, prefix);
 				for (int64_t i = 0; i < n; i++)
 					tc_f16_point(&plan, y + i * d, d, h + i * d, &pt[i]);
 				for (int64_t i = 0, t = 0; i < n; i++)
@@ -1969,7 +1972,7 @@ test_f16_filter(void)
 				 * clustered or skewed data the band, which grows with the
 				 * distance from the centre, may be wider than eps.)
 				 */
-				if ((dist == DIST_UNIFORM || dist == DIST_NEGATIVE) && (e == 1 || e == 2) && far > 0)
+				if ((dist == DIST_UNIFORM || dist == DIST_NEGATIVE) && (e % 4 == 1 || e % 4 == 2) && far > 0)
 					CHECK(far_dropped >= far * 95 / 100,
 						  "only %lld of %lld pairs beyond 1.1 eps dropped",
 						  (long long) far_dropped, (long long) far);
