@@ -194,7 +194,7 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int pitch, 
 				y2 = 0.0,
 				A = 0.0,		/* the prefix bound's (fp16_filter.h), lane 0's */
 				P = 0.0;		/* h^2 of the steps so far */
-	/* the steps the prefix bound counts: K / 16 (fp16_filter.h) */
+	/* the prefix bound's steps (fp16_filter.h) start below K */
 	const int	ksteps = plan.dpad;
 	/* whole warps (the shuffles below), past both the row and the steps */
 	const int	kend = (max(pitch, ksteps) + WARP - 1) / WARP * WARP;

@@ -58,8 +58,7 @@
  * steps, the error is at most 9 2^-23 (A_a + A_b + hn_a + hn_b) / (1 - 18
  * 2^-23 S), where A = sum over the steps s of P(s - 1), S is the number of
  * steps and the last factor the error's feedback into later steps (under
- * 1.01 for K <= 2^16).  The steps are the K / 16 of (3) (a kernel's slice
- * past K adds exact zeros, which leave the accumulator exact).  So q gives
+ * 1.01 for K <= 2^16).  The steps are the K / 16 of (3).  So q gives
  * up, per point, 10 2^-23 A + 22 2^-23 hn (the 12 units of (4) included)
  * in place of kappa hn / 2: about half as much where the energy is spread
  * over the coordinates (A is then about K / 32 hn), and never more, as
@@ -183,7 +182,7 @@ tc_f16_float_down(double v)
 /*
  * A point's filter values from the sums over its coordinates (in any order)
  * of h^2, (h - sigma y)^2 and (sigma y)^2, and (for the prefix bound) A, the
- * sum over the K / 16 steps of the h^2 before each (tc_f16_prefix_sum).
+ * sum over the K / 16 steps of the h^2 before each (as tc_f16_point sums it).
  */
 static inline TC_HOSTDEV void
 tc_f16_finish(const TcF16Plan *p, int d, double hn2, double r2, double y2, double A,
