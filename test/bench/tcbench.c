@@ -564,14 +564,21 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 			   st->method, st->auto_grid_seconds, st->auto_brute_seconds);
 }
 
+/* The join's parameters under the options, at eps. */
+static TcJoinParams
+join_params(const Options *o, double eps)
+{
+	return (TcJoinParams) {.eps = eps, .method = o->method, .device = o->device,
+		.tensor_cores = o->tc, .exact = o->exact, .threads = o->threads,
+	.gpu_memory_limit = (size_t) o->gpu_memory_mb << 20};
+}
+
 /* The pairs of one whole join at eps (this run's settings); -1: no GPU. */
 static int64_t
 join_count(const Options *o, void *data, int64_t n, double eps)
 {
 	TcPoints	p = {.data = data, .n = n, .d = o->d, .type = o->type};
-	TcJoinParams params = {.eps = eps, .method = o->method, .device = o->device,
-		.tensor_cores = o->tc, .exact = o->exact, .threads = o->threads,
-	.gpu_memory_limit = (size_t) o->gpu_memory_mb << 20};
+	TcJoinParams params = join_params(o, eps);
 	Counter		counter = {0};
 	TcSink		sink = {.emit = count_pairs, .poll = NULL, .arg = &counter};
 	TcError		err;
@@ -606,6 +613,7 @@ calibrate_eps(const Options *o, void *data, int64_t n, double eps)
 				t0 = tc_now();
 	int			joins = 0;
 	int64_t		c = -1;
+	bool		within = false;
 
 	if (target < 1)
 		return eps;
@@ -618,6 +626,7 @@ calibrate_eps(const Options *o, void *data, int64_t n, double eps)
 			return eps;			/* no GPU: the run reports it */
 		if (fabs((double) c - target) <= 0.02 * target)
 		{
+			within = true;
 			joins++;
 			break;
 		}
@@ -641,8 +650,12 @@ calibrate_eps(const Options *o, void *data, int64_t n, double eps)
 		prev_e = eps, prev_c = (double) c;
 		eps = next;
 	}
-	fprintf(stderr, "tcbench: eps %.9g calibrated by %d joins: %lld pairs, %.0f asked (%.1f s)\n",
-			eps, joins, (long long) c, target, tc_now() - t0);
+	if (within)
+		fprintf(stderr, "tcbench: eps %.9g calibrated by %d joins: %lld pairs, %.0f asked (%.1f s)\n",
+				eps, joins, (long long) c, target, tc_now() - t0);
+	else						/* the last eps is the next step's, not counted */
+		fprintf(stderr, "tcbench: eps %.9g after %d joins, not within 2%%: %lld pairs at eps %.9g, %.0f asked\n",
+				eps, joins, (long long) c, prev_e, target);
 	return eps;
 }
 
@@ -698,9 +711,7 @@ main(int argc, char **argv)
 	for (int r = 0; r < o.reps; r++)
 	{
 		TcPoints	p = {.data = data, .n = n, .d = o.d, .type = o.type};
-		TcJoinParams params = {.eps = o.eps, .method = o.method, .device = o.device,
-			.tensor_cores = o.tc, .exact = o.exact, .threads = o.threads,
-		.gpu_memory_limit = (size_t) o.gpu_memory_mb << 20};
+		TcJoinParams params = join_params(&o, o.eps);
 		TcSink		sink = {.emit = o.sink_sum ? sum_pairs : count_pairs, .poll = NULL,
 		.arg = &counter};
 		TcError		err;
