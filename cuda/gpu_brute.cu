@@ -92,12 +92,6 @@ struct BruteDev
 	double		inv_sigma;
 	/* Hopper's kernel: the warpgroups take turns at the MMAs (brute_wgmma_kernel) */
 	bool		pingpong;
-	/*
-	 * TCJOIN_RECHECK_PREFETCH, for measuring: bytes of a second row that
-	 * recheck_bulk_kernel asks into L2 a window ahead of its copies (a
-	 * multiple of its chunk; 0, the default: none)
-	 */
-	unsigned int rc_prefetch;
 };
 
 /*
@@ -1405,14 +1399,28 @@ tma_tile(unsigned int dst, const CUtensorMap *tm, int k, int row, unsigned int b
  * and reads the first row (shared by most of the warp once candidates are
  * grouped) as before.  The sums are the lane kernel's, in the same order.
  *
- * CHUNK: bytes of a second row a copy brings, 256 (rows over 4 KB: 2
- * blocks, 8 warps an SM, 128 registers) or 128 (rows up to 4 KB: 4 blocks,
- * 16 warps, 72 registers); shared memory holds either to that.  Slots are 16
+ * CHUNK: bytes of a second row a copy brings, 256 (rows over 4 KB: 3
+ * blocks, 12 warps an SM, 128 registers) or 128 (rows up to 4 KB: 5 blocks,
+ * 20 warps, 72 registers); shared memory holds either to that.  Slots are 16
  * bytes apart mod 128, so that 16-byte reads of 8 lanes meet no bank
  * conflict.
  */
 #define RB_SLOT(CHUNK) ((CHUNK) + 16)
-#define RB_SLOTS 2				/* a lane's chunks in shared memory: one landing while it sums one */
+/*
+ * A lane's chunks in shared memory: one landing while it sums one.  Three
+ * or four let fewer blocks fit an SM, and the recheck at 4,096 fell from
+ * 64% to 37% of the copy rate.
+ */
+#define RB_SLOTS 2
+/*
+ * Pairs a warp stages before an append: 32, not STAGE's 128, so that a
+ * block's stages take 3 KB, not 12, and a third block of 256-byte chunks
+ * fits an SM (a fifth of 128-byte ones).  The kernel waits on its copies'
+ * latency, so more warps means more rows in flight: on an H200 at 100,000
+ * x 4,096 the recheck went from 65% to 86% of the copy rate (0.0218 s to
+ * 0.0165 s), at 1,024 from 80% to 89%.
+ */
+#define RB_STAGE 32
 #define RB_SMEM(CHUNK) (RC_WARPS * RB_SLOTS * WARP * RB_SLOT(CHUNK) + RC_WARPS * RB_SLOTS * 8)
 
 #ifdef TC_HAVE_WGMMA
@@ -1443,10 +1451,10 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 	constexpr int VEC = 16 / sizeof(E);
 	constexpr int CE = CHUNK / (int) sizeof(E);	/* elements a chunk */
 	extern __shared__ __align__(128) unsigned char rb_smem[];
-	__shared__ Stage stages[RC_WARPS];
+	__shared__ StageOf<RB_STAGE> stages[RC_WARPS];
 	const int	lane = threadIdx.x % WARP;
 	const int	warp = threadIdx.x / WARP;
-	Stage	   &st = stages[warp];
+	StageOf<RB_STAGE> &st = stages[warp];
 	int			nst = 0;
 	const E    *x = APPROX ? (const E *) g.h : (const E *) g.x;
 	const int	len = APPROX ? g.dpad : g.d;
@@ -1498,25 +1506,6 @@ recheck_bulk_kernel(BruteDev g, BruteBatch b)
 			const unsigned int bytes = done ? 0 : (unsigned int) (min(CE, len - k0) * (int) sizeof(E));
 
 			mbar_expect(bar0 + (j % RB_SLOTS) * 8, bytes);
-			if (bytes > 0 && g.rc_prefetch > 0 && (unsigned int) k0 * sizeof(E) % g.rc_prefetch == 0)
-			{
-				/*
-				 * At a window's first chunk, the next window into L2 (at the
-				 * row's start, this one too): DRAM then serves a row in
-				 * windows, not in chunks scattered among the other lanes'.
-				 */
-				const unsigned int off = (unsigned int) (k0 * sizeof(E)),
-							rowb = (unsigned int) (len * sizeof(E));
-
-				for (unsigned int w = off == 0 ? 0 : off + g.rc_prefetch;
-					 w <= off + g.rc_prefetch && w < rowb; w += g.rc_prefetch)
-				{
-					const unsigned int pb = min(g.rc_prefetch, rowb - w) & ~15u;
-
-					if (pb > 0)
-						bulk_prefetch_l2((const char *) rb + w, pb);
-				}
-			}
 			if (bytes > 0)
 			{
 				asm volatile("fence.proxy.async.shared::cta;" ::: "memory");	/* after our reads of the slot */
@@ -1936,8 +1925,12 @@ make_plan(TcGpuJoin *g, unsigned int n, int d, int nblocks, Fetch fetch, double 
 	dev_free(g, d_max);
 	memcpy(&maxabs, &maxbits, sizeof(maxabs));
 	tc_f16_plan(&plan, d, thr, maxabs);
-	/* TCJOIN_F16_PREFIX=1, for measuring: the filter's prefix bound (fp16_filter.h) */
-	tc_f16_use_prefix(&plan, getenv("TCJOIN_F16_PREFIX") && strcmp(getenv("TCJOIN_F16_PREFIX"), "1") == 0);
+	/*
+	 * The filter's prefix bound (fp16_filter.h): a narrower band than the
+	 * whole-dot bound's, never wider.  TCJOIN_F16_PREFIX=0, for measuring
+	 * and testing, keeps the whole-dot bound (what K > 2^16 gets).
+	 */
+	tc_f16_use_prefix(&plan, !(getenv("TCJOIN_F16_PREFIX") && strcmp(getenv("TCJOIN_F16_PREFIX"), "0") == 0));
 	if (bd.approx && maxabs > 0.0 && !(maxabs * plan.sigma > 0x1p14))
 		bd.approx = false;		/* too small to scale into FP16's range: exact instead */
 	bd.thr_half = (float) (plan.sigma * plan.sigma * thr * 0.5);
@@ -2156,7 +2149,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	bd.d = d;
 	bd.thr = thr;
 	bd.approx = !params->exact;
-	bd.rc_prefetch = 0;
 	bd.split_row = UINT_MAX;	/* one set: positions map to the caller's rows as they are */
 
 	/*
@@ -2449,10 +2441,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	{
 		/* the bulk kernel's blocks, as many as fit at once (shared memory bounds them) */
 		int			rb_per_sm = 0;
-		const long	pf = getenv("TCJOIN_RECHECK_PREFETCH") ? atol(getenv("TCJOIN_RECHECK_PREFETCH")) : 0;
-
-		/* whole chunks, at most 64 KB */
-		bd.rc_prefetch = (unsigned int) (std::min(std::max(pf, 0L), 65536L) / rb_chunk * rb_chunk);
 
 		CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&rb_per_sm, rk, RC_WARPS * WARP, rk_smem));
 		rk_grid = (unsigned int) (sms * std::max(rb_per_sm, 1));

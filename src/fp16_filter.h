@@ -49,7 +49,7 @@
  * The scale keeps |sigma y| <= 2^15, so no FP16 value overflows
  * (65,504 is FP16's largest) and |acc| stays below 2^43.
  *
- * The prefix bound (plan.prefix; off by default until measured).  Step (3)
+ * The prefix bound (plan.prefix; the GPU's default where K allows).  Step (3)
  * charges each step with the whole sum of |products|, but the tensor cores
  * take the steps in index order, and what step s truncates is the
  * accumulator so far, the prefix's dot, plus the step's own products.  With
