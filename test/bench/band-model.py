@@ -3,9 +3,9 @@
 A model, in NumPy, of the FP16 filter's band (src/fp16_filter.h): of the
 pairs of Gaussian points (each coordinate N(0, 1), as tcbench --gen gauss)
 that the filter keeps for the exact recheck, the share beyond eps, under
-the default bound and under the prefix bound (TCJOIN_F16_PREFIX=1), and
-with no accumulation term at all (what no bound of the tensor cores'
-rounding can beat).  It predicts the recheck's candidates before a GPU run
+the whole-dot bound (TCJOIN_F16_PREFIX=0), under the prefix bound (the
+default) and with no accumulation term at all (what no bound of the
+tensor cores' rounding can beat).  It predicts the recheck's candidates before a GPU run
 counts them.
 
 M sample points against all N; eps so that the sample has K neighbours a
@@ -54,13 +54,13 @@ def main():
     t2 = (radius[q, None] + radius[None, :]) ** 2
     hsum = hn[q, None] + hn[None, :]
     terms = [
-        ("default bound", kappa * hsum),
+        ("whole-dot bound", kappa * hsum),
         ("prefix bound", 20 * u * (a[q, None] + a[None, :]) + 44 * u * hsum),
         ("no accumulation term", 0.0),
     ]
     print("d %d, n %d, %d sample points, eps %.6g: %d pairs within eps; A / (K/16 |h|^2), median %.3f"
           % (d, n, m, eps, within, np.median(a / (steps * hn))))
-    print("%-22s %10s %14s %16s" % ("bound", "kept", "beyond eps", "against default"))
+    print("%-22s %10s %14s %16s" % ("bound", "kept", "beyond eps", "against whole-dot"))
     base = None
     for name, acc in terms:
         kept = int((h2 <= t2 + acc).sum())
