@@ -1401,9 +1401,9 @@ tma_tile(unsigned int dst, const CUtensorMap *tm, int k, int row, unsigned int b
  *
  * CHUNK: bytes of a second row a copy brings, 256 (rows over 4 KB: 3
  * blocks, 12 warps an SM, 128 registers) or 128 (rows up to 4 KB: 5 blocks,
- * 20 warps, 72 registers); shared memory holds either to that.  Slots are 16
- * bytes apart mod 128, so that 16-byte reads of 8 lanes meet no bank
- * conflict.
+ * 20 warps, 72 registers); shared memory holds either to that.  Slots are
+ * CHUNK + 16 bytes apart, an odd multiple of 16 mod 128 for each CHUNK
+ * (16 or 80), so that 16-byte reads of 8 lanes meet no bank conflict.
  */
 #define RB_SLOT(CHUNK) ((CHUNK) + 16)
 /*
@@ -2390,12 +2390,16 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * s against 0.0094 s at 1,024), longer ones 256 (0.0444 s against
 	 * 0.0461 s at 4,096).  TCJOIN_RECHECK=bulk or bulk128 forces a size,
 	 * TCJOIN_RECHECK=lane the lane kernel, for comparison.
+	 * TCJOIN_RECHECK=bulk192, for measuring: 192 bytes a copy, whose slots
+	 * let a fourth block fit an SM (16 warps, as many bytes in flight as
+	 * 12 warps of 256).
 	 */
 	const size_t rc_row_bytes = bd.approx ? (size_t) bd.dpad * sizeof(__half) : rowbytes;
 	const bool	rc_forced = rc_force != NULL;
 	const int	rb_chunk = !(rc_vec && wgmma) ||
 		(rc_forced && (strcmp(rc_force, "lane") == 0 || strcmp(rc_force, "staged") == 0)) ? 0 :
 		rc_forced && strcmp(rc_force, "bulk128") == 0 ? 128 :
+		rc_forced && strcmp(rc_force, "bulk192") == 0 ? 192 :
 		rc_forced && strcmp(rc_force, "bulk") == 0 ? 256 :
 		rc_row_bytes <= 4096 ? 128 : 256;
 
@@ -2414,6 +2418,13 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 					 recheck_bulk_kernel<double, false, 128>);
 		rk_smem = RB_SMEM(128);
 		stats->gpu_recheck = "bulk-copy, 128 B";
+	}
+	else if (rb_chunk == 192)
+	{
+		rk = by_type(recheck_bulk_kernel<float, true, 192>, recheck_bulk_kernel<float, false, 192>,
+					 recheck_bulk_kernel<double, false, 192>);
+		rk_smem = RB_SMEM(192);
+		stats->gpu_recheck = "bulk-copy, 192 B";
 	}
 	else if (rb_chunk == 256)
 	{
