@@ -1401,7 +1401,8 @@ tma_tile(unsigned int dst, const CUtensorMap *tm, int k, int row, unsigned int b
  *
  * CHUNK: bytes of a second row a copy brings, 256 (rows over 4 KB: 3
  * blocks, 12 warps an SM, 128 registers) or 128 (rows up to 4 KB: 5 blocks,
- * 20 warps, 72 registers); shared memory holds either to that.  Slots are
+ * 20 warps, 72 registers); 192 for measuring (4 blocks, 16 warps, 96
+ * registers); shared memory holds each to that.  Slots are
  * CHUNK + 16 bytes apart, an odd multiple of 16 mod 128 for each CHUNK
  * (16 or 80), so that 16-byte reads of 8 lanes meet no bank conflict.
  */
@@ -1418,7 +1419,8 @@ tma_tile(unsigned int dst, const CUtensorMap *tm, int k, int row, unsigned int b
  * fits an SM (a fifth of 128-byte ones).  The kernel waits on its copies'
  * latency, so more warps means more rows in flight: on an H200 at 100,000
  * x 4,096 the recheck went from 65% to 86% of the copy rate (0.0218 s to
- * 0.0165 s), at 1,024 from 80% to 89%.
+ * 0.0165 s, in the same run); at 1,024 it came at 89%, where runs before
+ * it gave 80-81%.
  */
 #define RB_STAGE 32
 #define RB_SMEM(CHUNK) (RC_WARPS * RB_SLOTS * WARP * RB_SLOT(CHUNK) + RC_WARPS * RB_SLOTS * 8)
@@ -2386,10 +2388,13 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * it took the exact recheck from 0.097 s to 0.044 s at 100,000 x 4,096
 	 * and from 0.0145 s to 0.0094 s at 1,024 (the rows' read rate from 32%
 	 * to 71% of the copy rate).  Rows of at most 4 KB go 128 bytes a copy,
-	 * with twice the warps (more rows in flight where each is short: 0.0088
-	 * s against 0.0094 s at 1,024), longer ones 256 (0.0444 s against
-	 * 0.0461 s at 4,096).  TCJOIN_RECHECK=bulk or bulk128 forces a size,
-	 * TCJOIN_RECHECK=lane the lane kernel, for comparison.
+	 * with more warps (more rows in flight where each is short: 0.0088 s
+	 * against 0.0094 s at 1,024, measured with twice the warps of 256),
+	 * longer ones 256 (0.0444 s against 0.0461 s at 4,096; both measured
+	 * before the kernel staged 32 pairs a warp, RB_STAGE, which now gives
+	 * 20 warps an SM at 128 and 12 at 256).  TCJOIN_RECHECK=bulk or
+	 * bulk128 forces a size, TCJOIN_RECHECK=lane the lane kernel, for
+	 * comparison.
 	 * TCJOIN_RECHECK=bulk192, for measuring: 192 bytes a copy, whose slots
 	 * let a fourth block fit an SM (16 warps, as many bytes in flight as
 	 * 12 warps of 256).
