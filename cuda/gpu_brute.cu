@@ -2389,15 +2389,11 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * and from 0.0145 s to 0.0094 s at 1,024 (the rows' read rate from 32%
 	 * to 71% of the copy rate).  Rows of at most 4 KB go 128 bytes a copy,
 	 * with more warps (more rows in flight where each is short: 0.0088 s
-	 * against 0.0094 s at 1,024, measured with twice the warps of 256),
-	 * longer ones 256 (0.0444 s against 0.0461 s at 4,096; both measured
-	 * before the kernel staged 32 pairs a warp, RB_STAGE, which now gives
-	 * 20 warps an SM at 128 and 12 at 256).  TCJOIN_RECHECK=bulk or
-	 * bulk128 forces a size, TCJOIN_RECHECK=lane the lane kernel, for
-	 * comparison.
-	 * TCJOIN_RECHECK=bulk192, for measuring: 192 bytes a copy, whose slots
-	 * let a fourth block fit an SM (16 warps, as many bytes in flight as
-	 * 12 warps of 256).
+	 * against 0.0094 s at 1,024), longer ones 256 (0.0444 s against 0.0461
+	 * s at 4,096); both measured before RB_STAGE (the warps each size gets
+	 * now: recheck_bulk_kernel).  TCJOIN_RECHECK=bulk or bulk128 forces a
+	 * size, TCJOIN_RECHECK=lane the lane kernel, for comparison, and
+	 * TCJOIN_RECHECK=bulk192 192 bytes a copy, for measuring.
 	 */
 	const size_t rc_row_bytes = bd.approx ? (size_t) bd.dpad * sizeof(__half) : rowbytes;
 	const bool	rc_forced = rc_force != NULL;

@@ -10,9 +10,10 @@
  * The failure modes run first; then the matrix, until T seconds (default
  * no limit) have passed, so that a time-boxed run still ends with its
  * summary line.  --brute-only runs the brute-force and approximate cases
- * alone (the brute-force passes of test/gpu/run.sh); --tc-only leaves out the matrix's GPU runs with tensor cores off
- * (for the passes that vary the tensor-core path only, which then reach
- * the higher dimensions in the same time).
+ * alone (the brute-force passes of test/gpu/run.sh); --tc-only leaves out
+ * the matrix's GPU runs with tensor cores off (for the passes that vary
+ * the tensor-core path only, which then reach the higher dimensions in the
+ * same time).
  *
  * Ends with "N passed, N failed".  Needs a GPU; with none it says so and
  * fails.
