@@ -1400,8 +1400,8 @@ tma_tile(unsigned int dst, const CUtensorMap *tm, int k, int row, unsigned int b
  * grouped) as before.  The sums are the lane kernel's, in the same order.
  *
  * CHUNK: bytes of a second row a copy brings, 256 (rows over 4 KB: 3
- * blocks, 12 warps an SM, 128 registers) or 128 (rows up to 4 KB: 5 blocks,
- * 20 warps, 72 registers); 192 for measuring (4 blocks, 16 warps, 96
+ * blocks, 12 warps an SM, 128 registers) or 192 (rows up to 4 KB: 4 blocks,
+ * 16 warps, 96 registers); 128 for comparison (5 blocks, 20 warps, 72
  * registers); shared memory holds each to that.  Slots are
  * CHUNK + 16 bytes apart, an odd multiple of 16 mod 128 for each CHUNK
  * (16 or 80), so that 16-byte reads of 8 lanes meet no bank conflict.
@@ -1416,11 +1416,11 @@ tma_tile(unsigned int dst, const CUtensorMap *tm, int k, int row, unsigned int b
 /*
  * Pairs a warp stages before an append: 32, not STAGE's 128, so that a
  * block's stages take 3 KB, not 12, and a third block of 256-byte chunks
- * fits an SM (a fifth of 128-byte ones).  The kernel waits on its copies'
- * latency, so more warps means more rows in flight: on an H200 at 100,000
- * x 4,096 the recheck went from 65% to 86% of the copy rate (0.0218 s to
- * 0.0165 s, in the same run); at 1,024 it came at 89%, where runs before
- * it gave 80-81%.
+ * fits an SM (a fourth of 192-byte ones, a fifth of 128-byte ones).  The
+ * kernel waits on its copies' latency, so more warps means more rows in
+ * flight: on an H200 at 100,000 x 4,096 the recheck went from 65% to 86%
+ * of the copy rate (0.0218 s to 0.0165 s, in the same run); at 1,024 (128
+ * bytes a copy) it came at 89%, where runs before it gave 80-81%.
  */
 #define RB_STAGE 32
 #define RB_SMEM(CHUNK) (RC_WARPS * RB_SLOTS * WARP * RB_SLOT(CHUNK) + RC_WARPS * RB_SLOTS * 8)
@@ -2387,13 +2387,13 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * second rows brought by bulk copies (recheck_bulk_kernel).  On an H200
 	 * it took the exact recheck from 0.097 s to 0.044 s at 100,000 x 4,096
 	 * and from 0.0145 s to 0.0094 s at 1,024 (the rows' read rate from 32%
-	 * to 71% of the copy rate).  Rows of at most 4 KB go 128 bytes a copy,
-	 * with more warps (more rows in flight where each is short: 0.0088 s
-	 * against 0.0094 s at 1,024), longer ones 256 (0.0444 s against 0.0461
-	 * s at 4,096); both measured before RB_STAGE (the warps each size gets
-	 * now: recheck_bulk_kernel).  TCJOIN_RECHECK=bulk or bulk128 forces a
-	 * size, TCJOIN_RECHECK=lane the lane kernel, for comparison, and
-	 * TCJOIN_RECHECK=bulk192 192 bytes a copy, for measuring.
+	 * to 71% of the copy rate).  Rows of at most 4 KB go 192 bytes a copy,
+	 * longer ones 256.  With RB_STAGE's warps (recheck_bulk_kernel), in one
+	 * run on an H200: at 384 to 1,024 dimensions 192 bytes brought the rows
+	 * at 87-97% of the copy rate against 81-89% for 128 (1,024: 0.0035 s
+	 * against 0.0038 s), at 128 alike; at 4,096 256 bytes 88%, 192 86%,
+	 * 128 75%.  TCJOIN_RECHECK=bulk128, bulk192 or bulk forces 128, 192 or
+	 * 256 bytes, TCJOIN_RECHECK=lane the lane kernel, for comparison.
 	 */
 	const size_t rc_row_bytes = bd.approx ? (size_t) bd.dpad * sizeof(__half) : rowbytes;
 	const bool	rc_forced = rc_force != NULL;
@@ -2402,7 +2402,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		rc_forced && strcmp(rc_force, "bulk128") == 0 ? 128 :
 		rc_forced && strcmp(rc_force, "bulk192") == 0 ? 192 :
 		rc_forced && strcmp(rc_force, "bulk") == 0 ? 256 :
-		rc_row_bytes <= 4096 ? 128 : 256;
+		rc_row_bytes <= 4096 ? 192 : 256;
 
 	/* The recheck's kernel for this join, its grid and its shared memory. */
 	typedef void (*RecheckFn) (BruteDev, BruteBatch);

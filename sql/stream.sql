@@ -32,6 +32,9 @@ CREATE TABLE stream_ref AS
 -- The whole join would take about 3.5 MB of GPU memory (2 MB of it result
 -- buffers, the least a join takes); 3 MB leaves room for blocks of 2048
 -- rows, so the 6000 points go in three.
+-- Tensor cores as by default (the suite may run with them off), so that a
+-- GPU of compute capability 8.0 or more takes FP16.
+SET tcjoin.tensor_cores = auto;
 SET tcjoin.gpu_memory_limit = '3MB';
 CREATE TABLE stream_got AS
     SELECT id_a, id_b, dist, float8send(dist) AS bits
@@ -39,6 +42,26 @@ CREATE TABLE stream_got AS
 -- Three blocks where a GPU ran it; no blocks (NULL) on the CPU.
 SELECT method = 'brute' AS brute, coalesce(gpu_blocks = 3, device = 'cpu') AS blocks_ok
   FROM tc_last_stats();
+
+-- With tensor cores off, brute force on a GPU runs on FP64 CUDA cores over
+-- the whole set at once (a grid join of one cell), which does not stream:
+-- where the limit cannot hold it, an error names the setting.  The CPU
+-- ignores the limit and runs the join.  Either way the same line prints.
+SET tcjoin.tensor_cores = off;
+DO $$
+BEGIN
+    PERFORM count(*) FROM tc_selfjoin('stream_pts', 'vec', 0.1, id_column => 'id', method => 'brute');
+    IF (SELECT device FROM tc_last_stats()) <> 'cpu' THEN
+        RAISE EXCEPTION 'FP64 brute force ran on a GPU in 3 MB';
+    END IF;
+    RAISE NOTICE 'FP64 brute force under 3 MB: ran on the CPU or named the limit';
+EXCEPTION WHEN others THEN
+    IF SQLERRM NOT LIKE 'tcjoin: tcjoin.gpu_memory_limit (3 MB) is too small for this join: it needs more than % MB' THEN
+        RAISE;
+    END IF;
+    RAISE NOTICE 'FP64 brute force under 3 MB: ran on the CPU or named the limit';
+END $$;
+RESET tcjoin.tensor_cores;
 RESET tcjoin.gpu_memory_limit;
 
 SELECT (SELECT count(*) FROM stream_ref) > 50000 AS enough_pairs,

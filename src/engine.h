@@ -155,7 +155,7 @@ typedef struct TcJoinStats
 	uint64_t	gpu_tile_pairs;
 	uint64_t	gpu_tile_pairs_kept;
 	const char *gpu_kernel;		/* "wgmma" (Hopper), "wgmma, ping-pong" or "mma.sync" */
-	const char *gpu_recheck;	/* its second kernel: "bulk-copy, 128 B", "lane", ... */
+	const char *gpu_recheck;	/* its second kernel: "bulk-copy, 192 B", "lane", ... */
 	/*
 	 * What filtered candidates before the exact sum: "none", "float32"
 	 * (CPU brute force), "fp64 tensor cores" (GPU grid), "fp16 tensor

@@ -7,8 +7,8 @@
 # GPU failure modes, each with tensor cores off and on (and the brute-force
 # cases again with the staged recheck kernel, TCJOIN_RECHECK=staged, with
 # the candidates ungrouped, TCJOIN_RECHECK_GROUP=0, with the lane kernel
-# and with 256-byte and 192-byte bulk copies at every row length in place
-# of Hopper's default, TCJOIN_RECHECK=lane, bulk and bulk192, with the
+# and with 256-byte and 128-byte bulk copies at every row length in place
+# of Hopper's default, TCJOIN_RECHECK=lane, bulk and bulk128, with the
 # filter's whole-dot bound in place of the prefix bound,
 # TCJOIN_F16_PREFIX=0, with Hopper's warpgroups in step at d <= 128
 # (TCJOIN_PINGPONG=0), with two batches on the GPU at once,
@@ -85,8 +85,8 @@ if [ -n "$STRESS" ]; then
     # The staged recheck kernel (the default where rows are not 16-byte
     # aligned), candidates as they came (the default when streamed or short
     # of memory), the lane kernel (the default where the build has no
-    # Hopper code), 256-byte and 192-byte bulk copies at every row length
-    # in place of Hopper's bulk-copy recheck (128 bytes up to 4 KB rows, 256
+    # Hopper code), 256-byte and 128-byte bulk copies at every row length
+    # in place of Hopper's bulk-copy recheck (192 bytes up to 4 KB rows, 256
     # beyond), the filter's whole-dot bound (the default where K > 2^16),
     # Hopper's warpgroups in step where they take turns (d <= 128), and two
     # batches on the GPU at once, so that every way stays right.
@@ -94,7 +94,7 @@ if [ -n "$STRESS" ]; then
     # FP64 path, and without it the passes reach higher d in their time.
     # (A setting may be several, comma-separated.)
     for setting in ${RECHECK_SETTINGS:-TCJOIN_RECHECK=staged TCJOIN_RECHECK_GROUP=0 TCJOIN_RECHECK=lane \
-                   TCJOIN_RECHECK=bulk TCJOIN_RECHECK=bulk192 TCJOIN_F16_PREFIX=0 \
+                   TCJOIN_RECHECK=bulk TCJOIN_RECHECK=bulk128 TCJOIN_F16_PREFIX=0 \
                    TCJOIN_PINGPONG=0 TCJOIN_BATCH_DEPTH=2}; do
         echo "== GPU against CPU, brute force with $setting"
         IFS=, read -r -a envs <<<"$setting"
