@@ -2320,6 +2320,9 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * 4,096): the recheck takes issue slots and L1 from the tile kernel.
 	 */
 	const int	batch_depth = getenv("TCJOIN_BATCH_DEPTH") ? atoi(getenv("TCJOIN_BATCH_DEPTH")) : 1;
+	/* TCJOIN_BATCH_WORK: BRUTE_BATCH_WORK, for measuring */
+	const double batch_work = getenv("TCJOIN_BATCH_WORK") && atof(getenv("TCJOIN_BATCH_WORK")) > 0 ?
+		atof(getenv("TCJOIN_BATCH_WORK")) : BRUTE_BATCH_WORK;
 	/* Dynamic shared memory past the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
 	/*
@@ -2574,7 +2577,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				double		per_tile = (double) BT * BT;
 				unsigned long long want = (unsigned long long) std::max(1.0,
 																		std::min(0.8 * capacity / (per_tile * r),
-																				 BRUTE_BATCH_WORK / bd.dpad / per_tile));
+																				 batch_work / bd.dpad / per_tile));
 				if (wgmma)
 					want = std::max(2ull, want & ~1ull);	/* whole items, rounded down (up could pass the buffer) */
 				unsigned long long hi = std::min(ntp, lo + want);
