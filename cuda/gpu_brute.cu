@@ -506,8 +506,10 @@ tile_pair_at(unsigned long long t, unsigned long long u0, unsigned long long u1,
  * The square's 16 row and 16 column centres come through shared memory,
  * PRUNE_KC dimensions at a time, read coalesced: a thread reading its two
  * centres itself read 16 times the bytes, a row each lane (on an H200, 3.4
- * ms of a 100,000 x 4,096 join).  Each thread still sums its terms in
- * index order.
+ * ms of a 100,000 x 4,096 join).  They are staged as float8, converted
+ * once a block, not twice a term by each of its 256 threads (the
+ * conversions run at a quarter of float8's add rate); the sums are the
+ * same, bit for bit.  Each thread still sums its terms in index order.
  */
 #define PRUNE_KC 128
 
@@ -517,8 +519,11 @@ prune_kernel(const float *cen, const float *rad, int d, unsigned int nt, double 
 			 unsigned long long u0, unsigned long long u1, unsigned int split, bool pad,
 			 unsigned int *mask, unsigned int *count)
 {
-	/* row stride PRUNE_KC + 1: the 16 column centres' reads of one k fall in 16 banks */
-	__shared__ float sc[2 * PRUNE_SQ][PRUNE_KC + 1];
+	/*
+	 * row stride PRUNE_KC + 1 (odd): the 16 column centres' reads of one k
+	 * fall in 16 distinct pairs of banks
+	 */
+	__shared__ double sc[2 * PRUNE_SQ][PRUNE_KC + 1];
 	unsigned long long t = (unsigned long long) blockIdx.x * blockDim.x + threadIdx.x;
 	int			lane = threadIdx.x % WARP;
 	unsigned long long bi,
@@ -553,13 +558,13 @@ prune_kernel(const float *cen, const float *rad, int d, unsigned int nt, double 
 							k = e % PRUNE_KC;
 				const unsigned long long tile = c < PRUNE_SQ ? r0 + c : c0 + (c - PRUNE_SQ);
 
-				sc[c][k] = k < kn && tile < nt ? cen[tile * d + k0 + k] : 0.0f;
+				sc[c][k] = k < kn && tile < nt ? (double) cen[tile * d + k0 + k] : 0.0;
 			}
 			__syncthreads();
 			if (keep && bj != bi)
 				for (int k = 0; k < kn; k++)
 				{
-					double		v = (double) sc[ri][k] - (double) sc[cj][k];
+					double		v = sc[ri][k] - sc[cj][k];
 
 					s2 += v * v;
 				}
@@ -2320,9 +2325,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * 4,096): the recheck takes issue slots and L1 from the tile kernel.
 	 */
 	const int	batch_depth = getenv("TCJOIN_BATCH_DEPTH") ? atoi(getenv("TCJOIN_BATCH_DEPTH")) : 1;
-	/* TCJOIN_BATCH_WORK: BRUTE_BATCH_WORK, for measuring */
-	const double batch_work = getenv("TCJOIN_BATCH_WORK") && atof(getenv("TCJOIN_BATCH_WORK")) > 0 ?
-		atof(getenv("TCJOIN_BATCH_WORK")) : BRUTE_BATCH_WORK;
 	/* Dynamic shared memory past the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
 	/*
@@ -2577,7 +2579,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				double		per_tile = (double) BT * BT;
 				unsigned long long want = (unsigned long long) std::max(1.0,
 																		std::min(0.8 * capacity / (per_tile * r),
-																				 batch_work / bd.dpad / per_tile));
+																				 BRUTE_BATCH_WORK / bd.dpad / per_tile));
 				if (wgmma)
 					want = std::max(2ull, want & ~1ull);	/* whole items, rounded down (up could pass the buffer) */
 				unsigned long long hi = std::min(ntp, lo + want);
