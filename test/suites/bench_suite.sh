@@ -90,5 +90,45 @@ if read -r _ p f < <(grep '^counts ' "$T/checks.log"); then
 else
     fail=$((fail + 1))
 fi
+# recheck-variants' ROUNDS medians, on stand-ins for the GPU programs in a
+# tree of their own (whose make does nothing but put tcbench back): cuBLAS
+# takes 0.12, 0.10 and 0.14 s in rounds 1-3, the join 0.08, 0.05 and 0.07
+# s, so the medians are 0.12 s and 0.07 s, and the median of the rounds'
+# ratios (1.50, 2.00, 2.00) 2.00x, where the ratio of the medians would be
+# 1.71x.
+M=$T/mock
+mkdir -p "$M/test/bench"
+cp test/bench/recheck-variants "$M/test/bench/"
+printf 'all:\n\t@true\n' >"$M/Makefile"
+printf 'tcbench:\n\t@cp tcbench.stub tcbench\ngemm_floor:\n\t@true\n' >"$M/test/bench/Makefile"
+# a stub's next value: a counter file per program
+cat >"$M/test/bench/tcbench.stub" <<'STUB'
+#!/usr/bin/env bash
+case "$*" in *--eps-only*) echo 87.3; exit 0 ;; esac
+f=$(dirname "$0")/join.count
+n=$(cat "$f" 2>/dev/null || echo 0); echo $((n + 1)) >"$f"
+set -- 0.08 0.05 0.07; shift "$n"
+echo header
+echo "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,3202059,q,$1,s,t,u,v,w,x,3685991,z,0.06,0.01"
+STUB
+cat >"$M/test/bench/gemm_floor" <<'STUB'
+#!/usr/bin/env bash
+f=$(dirname "$0")/gemm.count
+n=$(cat "$f" 2>/dev/null || echo 0); echo $((n + 1)) >"$f"
+set -- 0.12 0.10 0.14; shift "$n"
+echo "100,4096,100,$1,700,2000.0,stub"
+STUB
+chmod +x "$M/test/bench/tcbench.stub" "$M/test/bench/gemm_floor"
+ROUNDS=3 REPS=1 EXACT=on VARIANTS=default bash "$M/test/bench/recheck-variants" 100:4096 >"$T/rounds.log" 2>&1
+if awk '/medians of 3 rounds/ { m = 1; next }
+        m && /cuBLAS/ { c = ($(NF - 1) == "0.1200") }
+        m && / default / { j = ($(NF - 3) == "0.0700" && $(NF - 2) == "2.00x") }
+        END { exit !(c && j) }' "$T/rounds.log"; then
+    ok "recheck-variants ROUNDS=3: medians over the rounds, each round's ratio against its cuBLAS"
+else
+    bad "recheck-variants ROUNDS=3: medians over the rounds, each round's ratio against its cuBLAS"
+    cat "$T/rounds.log"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
