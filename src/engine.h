@@ -154,7 +154,7 @@ typedef struct TcJoinStats
 	/* GPU brute force: tile pairs of the triangle, and those pruning kept. */
 	uint64_t	gpu_tile_pairs;
 	uint64_t	gpu_tile_pairs_kept;
-	const char *gpu_kernel;		/* "wgmma" (Hopper), "wgmma, ping-pong" or "mma.sync" */
+	const char *gpu_kernel;		/* "wgmma" (Hopper; ", clusters of 2", ", ping-pong") or "mma.sync" */
 	const char *gpu_recheck;	/* its second kernel: "bulk-copy, 192 B", "lane", ... */
 	/*
 	 * What filtered candidates before the exact sum: "none", "float32"

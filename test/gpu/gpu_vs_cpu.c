@@ -615,6 +615,52 @@ streamed_cases(void)
 }
 
 /*
+ * Hopper's tile kernel in clusters of two blocks (the default there;
+ * TCJOIN_CLUSTER=0 keeps them apart): the kernel the stats name follows
+ * the setting, and an odd number of tiles (2,900 points, 23 tiles), whose
+ * last tile row has no partner in its cluster, gives the CPU's pairs.
+ * Elsewhere (mma.sync) only the pairs are checked.
+ */
+static void
+cluster_choice(void)
+{
+	const char *env = getenv("TCJOIN_CLUSTER");
+	bool		apart = env != NULL && strcmp(env, "0") == 0;
+
+	for (int d = 16; d <= 256; d *= 4)
+	{
+		int64_t		n = 2900;
+		float	   *x = make_points("uniform", n, d);
+		TcPoints	p = {x, n, d, TC_FLOAT4};
+		TcJoinParams cpu = {.eps = eps_for(x, n, d, 30), .method = TC_METHOD_BRUTE, .device = TC_DEVICE_CPU,
+			.exact = true, .threads = tc_cpu_count()};
+		TcJoinParams gpu = cpu;
+		Collect		c1 = {0},
+					c2 = {0};
+		TcJoinStats s1 = {0},
+					s2 = {0};
+		TcError		e = {0};
+		TcStatus	rc;
+		const char *k;
+		bool		kernel_ok;
+
+		gpu.device = TC_DEVICE_GPU;
+		gpu.tensor_cores = TC_TENSOR_ON;
+		rc = run(&p, cpu, &c1, &s1, &e);
+		if (rc == TC_OK)
+			rc = run(&p, gpu, &c2, &s2, &e);
+		k = s2.gpu_kernel ? s2.gpu_kernel : "-";
+		kernel_ok = strncmp(k, "wgmma", 5) != 0 || (strstr(k, "clusters of 2") == NULL) == apart;
+		report(rc == TC_OK && kernel_ok && same_pairs(&c1, &c2),
+			   "%d points (23 tiles) d=%d, TCJOIN_CLUSTER %s: %s, kernel %s, pairs cpu %zu gpu %zu",
+			   (int) n, d, env ? env : "unset", rc == TC_OK ? "ran" : e.message, k, c1.n, c2.n);
+		free(c1.pairs);
+		free(c2.pairs);
+		free(x);
+	}
+}
+
+/*
  * A limit below the least any join takes (2 MB of result buffers): the
  * join fails, saying so, and nothing is returned.
  */
@@ -1052,6 +1098,7 @@ main(int argc, char **argv)
 	if (brute_only)
 	{
 		small_buffer(false);
+		cluster_choice();
 		approx_cases();
 		streamed_cases();
 		result_buffer_halved();
@@ -1060,6 +1107,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	small_buffer(true);
+	cluster_choice();
 	failure_modes();
 	approx_cases();
 	streamed_cases();

@@ -12,7 +12,8 @@
 # filter's whole-dot bound in place of the prefix bound,
 # TCJOIN_F16_PREFIX=0, with Hopper's warpgroups in step at d <= 128
 # (TCJOIN_PINGPONG=0), with two batches on the GPU at once,
-# TCJOIN_BATCH_DEPTH=2, RECHECK_SECONDS each; RECHECK_SETTINGS replaces
+# TCJOIN_BATCH_DEPTH=2, with Hopper's blocks one at a time instead of in
+# clusters of two (TCJOIN_CLUSTER=0), RECHECK_SECONDS each; RECHECK_SETTINGS replaces
 # that list), then engine
 # benchmarks of the GPU paths (and with --sql, the same join through
 # PostgreSQL against its floors).
@@ -88,14 +89,15 @@ if [ -n "$STRESS" ]; then
     # Hopper code), 256-byte and 128-byte bulk copies at every row length
     # in place of Hopper's bulk-copy recheck (192 bytes up to 4 KB rows, 256
     # beyond), the filter's whole-dot bound (the default where K > 2^16),
-    # Hopper's warpgroups in step where they take turns (d <= 128), and two
-    # batches on the GPU at once, so that every way stays right.
+    # Hopper's warpgroups in step where they take turns (d <= 128), two
+    # batches on the GPU at once, and Hopper's blocks one at a time (not in
+    # clusters of two), so that every way stays right.
     # Tensor cores on only (--tc-only): none of these settings touches the
     # FP64 path, and without it the passes reach higher d in their time.
     # (A setting may be several, comma-separated.)
     for setting in ${RECHECK_SETTINGS:-TCJOIN_RECHECK=staged TCJOIN_RECHECK_GROUP=0 TCJOIN_RECHECK=lane \
                    TCJOIN_RECHECK=bulk TCJOIN_RECHECK=bulk128 TCJOIN_F16_PREFIX=0 \
-                   TCJOIN_PINGPONG=0 TCJOIN_BATCH_DEPTH=2}; do
+                   TCJOIN_PINGPONG=0 TCJOIN_BATCH_DEPTH=2 TCJOIN_CLUSTER=0}; do
         echo "== GPU against CPU, brute force with $setting"
         IFS=, read -r -a envs <<<"$setting"
         log=$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | sed 's/,TCJOIN_/,/g' | tr '=A-Z_,' '-a-z-.').log
