@@ -16,7 +16,8 @@
  * diagonal (each unordered pair once) that pruning kept, listed in 16 x 16
  * squares of tiles for L2 reuse.  On Hopper (sm_90a) a producer warp loads
  * 64-dimension slices by TMA and two consumer warpgroups run wgmma on one
- * tile against two (brute_wgmma_kernel); elsewhere four warps run mma.sync
+ * tile against two (brute_wgmma_kernel), in clusters of two blocks that
+ * share those two by TMA multicast; elsewhere four warps run mma.sync
  * m16n8k16 with ldmatrix fragments on cp.async-staged tiles (brute_kernel).  The epilogue
  * drops every pair that tc_f16_drop proves to lie beyond eps and lists the
  * rest as candidates; recheck_kernel decides them with the contract's exact
@@ -54,6 +55,7 @@
 
 #define BRUTE_CAPACITY (8u << 20)	/* result buffer, pairs */
 #define BRUTE_MIN_CAPACITY (2 * BT * BT)	/* one item's pairs (two tiles), at least */
+#define CLUSTER_MIN_CAPACITY (4 * BT * BT)	/* a cluster item's (four): clusters only from there */
 /*
  * Candidate pairs x padded dimensions per batch at most: about 20 ms of
  * tensor-core work, so that a cancel is seen soon (and 4e9 pairs at d =
@@ -117,7 +119,7 @@ keep_pair(const BruteDev &g, float acc, float q_a, float q_b, float rc_a, float 
 
 struct BruteBatch
 {
-	const unsigned long long *list;	/* tile pairs kept, (bi << 32) | bj */
+	const unsigned long long *list;	/* tile pairs kept, (bi << 32) | bj (prune_kernel's modes) */
 	unsigned long long lo;		/* entries [lo, hi) of list */
 	unsigned long long hi;
 	unsigned long long *queue;
@@ -448,7 +450,7 @@ bounds_kernel(const T *x, int d, const double *c, const unsigned int *order, uns
  * in L2 (row by row, each block would bring its own second tile).
  */
 #define PRUNE_SQ 16
-#define TILE_NONE 0xFFFFFFFFu	/* a list entry that pads a tile row */
+#define TILE_NONE 0xFFFFFFFFu	/* a list entry's missing tile: a row's pad, a cluster's second row */
 
 /*
  * Of the tile pairs in squares [u0, u1) (squares numbered row by row over
@@ -2610,7 +2612,13 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		return cfg;
 	};
 
-	if (wgmma && !(getenv("TCJOIN_CLUSTER") && strcmp(getenv("TCJOIN_CLUSTER"), "0") == 0))
+	/*
+	 * Not where the result buffer is held under a cluster item's pairs (a
+	 * memory limit): a batch is at least one item, and one that overflows
+	 * at that size could not be rerun smaller.
+	 */
+	if (wgmma && capacity >= CLUSTER_MIN_CAPACITY &&
+		!(getenv("TCJOIN_CLUSTER") && strcmp(getenv("TCJOIN_CLUSTER"), "0") == 0))
 	{
 		cudaLaunchConfig_t cfg = cluster_cfg(2 * (unsigned int) (sms / 2), g->stream[0]);
 
@@ -2790,9 +2798,9 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 		{
 			/* A band of at most band_sq squares: a list of at most BAND_PAIRS tile pairs. */
 			unsigned long long u1 = std::min(nsq_all, u0 + band_sq);
-			unsigned long long nl[2] = {0, 0};	/* entries, pads */
+			unsigned long long nl[2] = {0, 0};	/* list entries, tile pairs kept */
 
-			/* Hopper's kernel takes entries in pairs: pad its list (prune_kernel) */
+			/* Hopper's kernel takes entries in pairs: pad its list, or pair its rows (prune_kernel) */
 			const unsigned int pblocks = (unsigned int) (u1 - u0);	/* a block a square */
 			const int	nw = (int) ((u1 - u0) * PRUNE_SQ * PRUNE_SQ / WARP);
 
@@ -2814,13 +2822,13 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			const unsigned long long ntp = nl[0];
 
 			if (getenv("TCJOIN_TRACE"))
-				fprintf(stderr, "tcjoin trace: band of squares [%llu, %llu): %llu tile pairs kept, "
-						"pruned by %.3f ms into the join\n", u0, u1, ntp, (tc_now() - t1) * 1e3);
+				fprintf(stderr, "tcjoin trace: band of squares [%llu, %llu): %llu tile pairs kept in %llu list "
+						"entries, pruned by %.3f ms into the join\n", u0, u1, nl[1], ntp, (tc_now() - t1) * 1e3);
 
 			stats->gpu_tile_pairs_kept += nl[1];
 			u0 = u1;
 
-			/* As many tile pairs as should fit the buffer at the rate seen. */
+			/* As many list entries as should fit the buffer at the rate seen. */
 			auto		next = [&] (unsigned long long lo, double r, double *bound) {
 				double		per_tile = (double) BT * BT * entry_pairs;
 				unsigned long long want = (unsigned long long) std::max(1.0,

@@ -692,41 +692,46 @@ limit_too_small(void)
  * whose every pair is a candidate (384 equal points, three tiles) would
  * overflow and be rerun at the same size for ever: 40,000 halved was
  * 20,000.  The limit leaves the set whole (no blocks) but too little room
- * for 40,000 pairs' buffers.
+ * for 40,000 pairs' buffers.  With 512 points (four tiles) an item of
+ * Hopper's clusters (two rows against two columns, 65,536 pairs) would
+ * not fit either: the join must run without clusters there.
  */
 static void
 result_buffer_halved(void)
 {
-	int64_t		n = 384;
-	int			d = 16;
-	float	   *x = malloc(sizeof(float) * n * d);
-	TcPoints	p = {x, n, d, TC_FLOAT4};
-	TcJoinParams cpu = {.eps = 0.5, .method = TC_METHOD_BRUTE, .device = TC_DEVICE_CPU, .exact = true,
-		.threads = tc_cpu_count()};
-	TcJoinParams gpu = cpu;
-	Collect		c1 = {0},
-				c2 = {0};
-	TcJoinStats s1 = {0},
-				s2 = {0};
-	TcError		e = {0};
-	TcStatus	rc;
+	for (int64_t n = 384; n <= 512; n += 128)
+	{
+		int			d = 16;
+		float	   *x = malloc(sizeof(float) * n * d);
+		TcPoints	p = {x, n, d, TC_FLOAT4};
+		TcJoinParams cpu = {.eps = 0.5, .method = TC_METHOD_BRUTE, .device = TC_DEVICE_CPU, .exact = true,
+			.threads = tc_cpu_count()};
+		TcJoinParams gpu = cpu;
+		Collect		c1 = {0},
+					c2 = {0};
+		TcJoinStats s1 = {0},
+					s2 = {0};
+		TcError		e = {0};
+		TcStatus	rc;
 
-	for (int64_t i = 0; i < n * d; i++)
-		x[i] = 1.5f;
-	gpu.device = TC_DEVICE_GPU;
-	gpu.tensor_cores = TC_TENSOR_ON;
-	gpu.gpu_result_pairs = 40000;
-	gpu.gpu_memory_limit = 2400 << 10;
-	rc = run(&p, cpu, &c1, &s1, &e);
-	if (rc == TC_OK)
-		rc = run(&p, gpu, &c2, &s2, &e);
-	report(rc == TC_OK && s2.gpu_blocks == 1 && same_pairs(&c1, &c2),
-		   "384 equal points, result buffer of 40,000 pairs under a 2,400 KB limit: %s, %d block, "
-		   "pairs cpu %zu gpu %zu, %llu reruns",
-		   rc == TC_OK ? "ran" : e.message, s2.gpu_blocks, c1.n, c2.n, (unsigned long long) s2.gpu_reruns);
-	free(c1.pairs);
-	free(c2.pairs);
-	free(x);
+		for (int64_t i = 0; i < n * d; i++)
+			x[i] = 1.5f;
+		gpu.device = TC_DEVICE_GPU;
+		gpu.tensor_cores = TC_TENSOR_ON;
+		gpu.gpu_result_pairs = 40000;
+		gpu.gpu_memory_limit = 2400 << 10;
+		rc = run(&p, cpu, &c1, &s1, &e);
+		if (rc == TC_OK)
+			rc = run(&p, gpu, &c2, &s2, &e);
+		report(rc == TC_OK && s2.gpu_blocks == 1 && same_pairs(&c1, &c2),
+			   "%lld equal points, result buffer of 40,000 pairs under a 2,400 KB limit: %s, %d block, "
+			   "kernel %s, pairs cpu %zu gpu %zu, %llu reruns", (long long) n,
+			   rc == TC_OK ? "ran" : e.message, s2.gpu_blocks, s2.gpu_kernel ? s2.gpu_kernel : "-",
+			   c1.n, c2.n, (unsigned long long) s2.gpu_reruns);
+		free(c1.pairs);
+		free(c2.pairs);
+		free(x);
+	}
 }
 
 /*
