@@ -2,6 +2,8 @@
 EXTENSION = tcjoin
 EXTVERSION = 0.1.0
 
+TC_SRC = $(srcdir)/src
+TC_CUDA = $(srcdir)/cuda
 include src/engine_sources.mk
 
 # The CUDA back ends are built whenever nvcc is found; USE_CUDA=0 skips them.
@@ -19,8 +21,8 @@ CUDA_OBJS =
 endif
 
 MODULE_big = tcjoin
-OBJS = src/tcjoin.o src/load.o src/output.o \
-	$(patsubst %.c,src/%.o,$(ENGINE_C)) $(CUDA_OBJS)
+OBJS = src/pg/tcjoin.o src/pg/load.o src/pg/output.o \
+	$(patsubst %.c,src/engine/%.o,$(ENGINE_C)) $(CUDA_OBJS)
 DATA = tcjoin--$(EXTVERSION).sql
 
 # pg_regress: every test in sql/, in name order.
@@ -28,7 +30,7 @@ REGRESS = $(sort $(patsubst sql/%.sql,%,$(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --outputdir=.
 
 # Exactness needs IEEE arithmetic with no contraction into FMA.
-PG_CPPFLAGS = -I$(srcdir)/src
+PG_CPPFLAGS = -I$(srcdir)/src/pg $(TC_ENGINE_INCLUDES)
 PG_CFLAGS = -std=gnu11 -ffp-contract=off -fno-fast-math -Werror -pthread
 SHLIB_LINK = -pthread -lm
 ifeq ($(USE_CUDA),1)
@@ -39,14 +41,16 @@ endif
 # JIT, and CUDA objects would have no bitcode.
 override with_llvm = no
 
-EXTRA_CLEAN = results regression.diffs regression.out cuda/*.o
+EXTRA_CLEAN = results regression.diffs regression.out $(CUDA_OBJS)
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-cuda/%.o: cuda/%.cu cuda/gpu.h src/engine.h src/grid_plan.h
-	$(NVCC) $(NVCC_FLAGS) -Isrc -Icuda -c -o $@ $<
+CUDA_HDRS = $(wildcard src/engine/*.h src/common/*.h cuda/*/*.h cuda/*/*.cuh)
+
+cuda/%.o: cuda/%.cu $(CUDA_HDRS)
+	$(NVCC) $(NVCC_FLAGS) $(TC_CUDA_INCLUDES) -c -o $@ $<
 
 # PGXS tracks no header dependencies; every object depends on every header.
-$(OBJS): $(wildcard src/*.h cuda/*.h)
+$(OBJS): $(wildcard src/*/*.h) $(CUDA_HDRS)

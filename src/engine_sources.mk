@@ -1,9 +1,17 @@
-# The engine's sources (no PostgreSQL headers), relative to src/, and its
-# CUDA back ends, relative to cuda/.  Shared by the extension's Makefile and
-# the standalone tests and benchmarks.  gpu_none.c stands in for the CUDA
-# back ends in a build without them.
-TC_ENGINE_SRCS = engine.c grid_plan.c cpu_grid.c cpu_brute.c cpu_filter.c gpu_none.c
-TC_CUDA_SRCS = gpu_device.cu gpu_join.cu gpu_grid.cu gpu_brute.cu
+# The engine's sources (no PostgreSQL headers), relative to src/engine/, and
+# its CUDA back ends, relative to cuda/.  Shared by the extension's Makefile
+# and the standalone tests and benchmarks.  gpu_none.c stands in for the
+# CUDA back ends in a build without them.
+#
+# Layers: src/pg/ (the only code that includes postgres.h) calls the engine
+# through src/engine/engine.h; the engine calls cuda/ through
+# src/engine/gpu.h; src/common/ holds the headers gcc and nvcc both compile.
+TC_ENGINE_SRCS = engine.c overrides.c grid_plan.c cpu_grid.c cpu_brute.c cpu_filter.c gpu_none.c
+TC_CUDA_SRCS = runtime/device.cu runtime/join_state.cu grid/grid_join.cu brute/brute_join.cu
+
+# Include paths of the engine (and of everything nvcc builds).
+TC_ENGINE_INCLUDES = -I$(TC_SRC)/engine -I$(TC_SRC)/common
+TC_CUDA_INCLUDES = $(TC_ENGINE_INCLUDES) -I$(TC_CUDA)/common -I$(TC_CUDA)/runtime -I$(TC_CUDA)/grid -I$(TC_CUDA)/brute
 
 # Where CUDA is: nvcc on the PATH, else under CUDA_HOME.
 CUDA_HOME ?= /usr/local/cuda

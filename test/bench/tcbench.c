@@ -33,6 +33,8 @@
  *	  --reps R          repeats (default 3); the median is reported
  *	  --gpu-memory MB   GPU memory a join may take (tcjoin.gpu_memory_limit;
  *	                    default 0, no limit): FP16 brute force streams past it
+ *	  --override TEXT   developer overrides (tcjoin.dev_overrides' syntax,
+ *	                    docs/developing.md): force a kernel, a recheck, ...
  *	  --csv             one CSV line instead of the table row
  *
  * Each run includes index building; pairs are delivered to a sink in host
@@ -84,6 +86,7 @@ typedef struct Options
 	bool		sink_sum;
 	int			reps;
 	int			csv;
+	TcOverrides overrides;		/* --override */
 } Options;
 
 /* One timed run. */
@@ -472,6 +475,16 @@ parse_args(int argc, char **argv, Options *o)
 			o->sink_sum = strcmp(v, "count") != 0;
 		else if (strcmp(a, "--type") == 0)
 			o->type = strcmp(v, "f8") == 0 ? TC_FLOAT8 : TC_FLOAT4;
+		else if (strcmp(a, "--override") == 0)
+		{
+			char		msg[256];
+
+			if (!tc_overrides_parse(v, &o->overrides, msg, sizeof(msg)))
+			{
+				fprintf(stderr, "tcbench: --override: %s\n", msg);
+				exit(1);
+			}
+		}
 		else if (strcmp(a, "--method") == 0)
 		{
 			o->method_name = v;
@@ -570,7 +583,7 @@ join_params(const Options *o, double eps)
 {
 	return (TcJoinParams) {.eps = eps, .method = o->method, .device = o->device,
 		.tensor_cores = o->tc, .exact = o->exact, .threads = o->threads,
-	.gpu_memory_limit = (size_t) o->gpu_memory_mb << 20};
+	.gpu_memory_limit = (size_t) o->gpu_memory_mb << 20, .overrides = o->overrides};
 }
 
 /* The pairs of one whole join at eps (this run's settings); -1: no GPU. */

@@ -140,12 +140,24 @@ cmp_pair(const void *x, const void *y)
 	return 0;
 }
 
+/* --override: the developer overrides every join of this run takes */
+static TcOverrides g_overrides;
+
 static TcStatus
 run(const TcPoints *p, TcJoinParams params, Collect *c, TcJoinStats *stats, TcError *err)
 {
 	TcSink		sink = {collect, poll_cb, c};
-	TcJoin	   *j = tc_join_create(p, NULL, &params, err);
+	TcOverrides ov = g_overrides;
+	TcJoin	   *j;
 	TcStatus	st;
+
+	/* a case's own overrides (the mma.sync kernel, a tiny first batch) over the run's */
+	if (params.overrides.tile_kernel != TC_TILE_AUTO)
+		ov.tile_kernel = params.overrides.tile_kernel;
+	if (params.overrides.batch_rate > 0)
+		ov.batch_rate = params.overrides.batch_rate;
+	params.overrides = ov;
+	j = tc_join_create(p, NULL, &params, err);
 
 	if (j == NULL)
 		return err->status;
@@ -517,7 +529,7 @@ streamed_cases(void)
 		size_t		limit_kb;
 		bool		f8;
 		bool		approx;
-		bool		mma;		/* the mma.sync kernel (TCJOIN_BRUTE_KERNEL=mma) */
+		bool		mma;		/* the mma.sync kernel (override tile_kernel=mma) */
 		int			blocks;		/* the blocks expected; 0: any more than one */
 	}			cases[] = {
 		{"dups", 30001, 128, 16 << 10, false, false, false, 0},
@@ -564,7 +576,7 @@ streamed_cases(void)
 		gpu.tensor_cores = TC_TENSOR_ON;
 		gpu.gpu_memory_limit = cases[ci].limit_kb << 10;
 		if (cases[ci].mma)
-			setenv("TCJOIN_BRUTE_KERNEL", "mma", 1);
+			gpu.overrides.tile_kernel = TC_TILE_MMA;
 		if (cases[ci].approx)
 		{
 			/* exact => false streamed against exact => false whole: the same pairs */
@@ -580,7 +592,6 @@ streamed_cases(void)
 		/* the reference's failure reads as the case's (its message in e) */
 		if (rc == TC_OK)
 			rc = run(&p, gpu, &c2, &s2, &e);
-		unsetenv("TCJOIN_BRUTE_KERNEL");
 		if (rc != TC_OK)
 			report(0, "streamed %s n=%lld d=%d, limit %zu KB: %s", cases[ci].kind, (long long) n, d,
 				   cases[ci].limit_kb, e.message);
@@ -616,7 +627,7 @@ streamed_cases(void)
 
 /*
  * Hopper's tile kernel in clusters of two blocks (the default there;
- * TCJOIN_CLUSTER=0 keeps them apart): the kernel the stats name follows
+ * the override clusters=off keeps them apart): the kernel the stats name follows
  * the setting, and an odd number of tiles (2,900 points, 23 tiles), whose
  * last tile row has no partner in its cluster, gives the CPU's pairs.
  * Elsewhere (mma.sync) only the pairs are checked.
@@ -624,8 +635,7 @@ streamed_cases(void)
 static void
 cluster_choice(void)
 {
-	const char *env = getenv("TCJOIN_CLUSTER");
-	bool		apart = env != NULL && strcmp(env, "0") == 0;
+	bool		apart = g_overrides.no_clusters;
 
 	for (int d = 16; d <= 256; d *= 4)
 	{
@@ -652,8 +662,8 @@ cluster_choice(void)
 		k = s2.gpu_kernel ? s2.gpu_kernel : "-";
 		kernel_ok = strncmp(k, "wgmma", 5) != 0 || (strstr(k, "clusters of 2") == NULL) == apart;
 		report(rc == TC_OK && kernel_ok && same_pairs(&c1, &c2),
-			   "%d points (23 tiles) d=%d, TCJOIN_CLUSTER %s: %s, kernel %s, pairs cpu %zu gpu %zu",
-			   (int) n, d, env ? env : "unset", rc == TC_OK ? "ran" : e.message, k, c1.n, c2.n);
+			   "%d points (23 tiles) d=%d, clusters %s: %s, kernel %s, pairs cpu %zu gpu %zu",
+			   (int) n, d, apart ? "off" : "as chosen", rc == TC_OK ? "ran" : e.message, k, c1.n, c2.n);
 		free(c1.pairs);
 		free(c2.pairs);
 		free(x);
@@ -841,9 +851,8 @@ small_buffer(bool with_grid)
 		gb.gpu_result_pairs = 4096;
 		run(&q, cb, &c1, &s1, &e);
 		/* the first batches sized for almost no pairs: they overflow and are rerun */
-		setenv("TCJOIN_BATCH_RATE", "1e-6", 1);
+		gb.overrides.batch_rate = 1e-6;
 		rc = run(&q, gb, &c2, &s2, &e);
-		unsetenv("TCJOIN_BATCH_RATE");
 		if (rc != TC_OK)
 			report(0, "small result buffer, FP16 brute force: %s", e.message);
 		else
@@ -1091,6 +1100,16 @@ main(int argc, char **argv)
 			seconds = atof(argv[++i]);
 		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
 			seed = strtoull(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--override") == 0 && i + 1 < argc)
+		{
+			char		msg[256];
+
+			if (!tc_overrides_parse(argv[++i], &g_overrides, msg, sizeof(msg)))
+			{
+				printf("--override: %s\n0 passed, 1 failed\n", msg);
+				return 1;
+			}
+		}
 	}
 	rng = seed;
 	printf("seed %llu\n", (unsigned long long) seed);

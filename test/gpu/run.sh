@@ -4,19 +4,13 @@
 # in .device/).  Builds and installs the extension with its CUDA back ends,
 # runs the whole pg_regress suite with tcjoin.device = gpu (same expected
 # files as the CPU run), then the GPU-against-CPU exactness stress and the
-# GPU failure modes, each with tensor cores off and on (and the brute-force
-# cases again with the staged recheck kernel, TCJOIN_RECHECK=staged, with
-# the candidates ungrouped, TCJOIN_RECHECK_GROUP=0, with the lane kernel
-# and with 256-byte and 128-byte bulk copies at every row length in place
-# of Hopper's default, TCJOIN_RECHECK=lane, bulk and bulk128, with the
-# filter's whole-dot bound in place of the prefix bound,
-# TCJOIN_F16_PREFIX=0, with Hopper's warpgroups in step at d <= 128
-# (TCJOIN_PINGPONG=0), with two batches on the GPU at once,
-# TCJOIN_BATCH_DEPTH=2, with Hopper's blocks one at a time instead of in
-# clusters of two (TCJOIN_CLUSTER=0), RECHECK_SECONDS each; RECHECK_SETTINGS replaces
-# that list), then engine
-# benchmarks of the GPU paths (and with --sql, the same join through
-# PostgreSQL against its floors).
+# GPU failure modes, each with tensor cores off and on, then the brute-force
+# cases again under each developer override of OVERRIDES (the paths other
+# GPUs or other shapes take, forced here: the staged recheck, the candidates
+# ungrouped, the lane recheck, 256-byte bulk copies at every row length,
+# the filter's whole-dot bound, Hopper's warpgroups in step, Hopper's blocks
+# apart), RECHECK_SECONDS each, then engine benchmarks of the GPU paths (and
+# with --sql, the same join through PostgreSQL against its floors).
 #   test/gpu/run.sh [--quick] [--no-regress] [--no-stress] [--no-bench] [--no-grid-bench] [--sql]
 #                   [--auto-sweep]   (auto's choices against both engines: test/bench/auto-sweep)
 # Ends with "N passed, N failed".
@@ -77,32 +71,27 @@ if [ -n "$STRESS" ]; then
     add_counts "$OUT/mma_error.log"
 
     echo "== GPU against CPU"
-    cc -std=gnu11 -O2 -g -Wall -Werror -ffp-contract=off -pthread -Isrc -Icuda \
-        -o "$OUT/gpu_vs_cpu" test/gpu/gpu_vs_cpu.c src/engine.c src/grid_plan.c src/cpu_grid.c \
-        src/cpu_brute.c src/cpu_filter.c cuda/gpu_device.o cuda/gpu_join.o cuda/gpu_grid.o cuda/gpu_brute.o \
-        -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
+    make -C test/bench USE_CUDA=1 GPU_VS_CPU="$OUT/gpu_vs_cpu" gpu_vs_cpu >"$OUT/gpu_vs_cpu-build.log" 2>&1 ||
+        tail -20 "$OUT/gpu_vs_cpu-build.log"
     timeout 400 "$OUT/gpu_vs_cpu" $QUICK --seconds "${STRESS_SECONDS:-200}" | tee "$OUT/gpu_vs_cpu.log"
     add_counts "$OUT/gpu_vs_cpu.log"
     # The staged recheck kernel (the default where rows are not 16-byte
     # aligned), candidates as they came (the default when streamed or short
     # of memory), the lane kernel (the default where the build has no
-    # Hopper code), 256-byte and 128-byte bulk copies at every row length
-    # in place of Hopper's bulk-copy recheck (192 bytes up to 4 KB rows, 256
-    # beyond), the filter's whole-dot bound (the default where K > 2^16),
-    # Hopper's warpgroups in step where they take turns (d <= 128), two
-    # batches on the GPU at once, and Hopper's blocks one at a time (not in
-    # clusters of two), so that every way stays right.
-    # Tensor cores on only (--tc-only): none of these settings touches the
+    # Hopper code), 256-byte bulk copies at every row length in place of
+    # Hopper's bulk-copy recheck (192 bytes up to 4 KB rows, 256 beyond),
+    # the filter's whole-dot bound (the default where K > 2^16), Hopper's
+    # warpgroups in step where they take turns (d <= 128), and Hopper's
+    # blocks one at a time (not in clusters of two), so that every way stays
+    # right.  Tensor cores on only (--tc-only): none of these touches the
     # FP64 path, and without it the passes reach higher d in their time.
-    # (A setting may be several, comma-separated.)
-    for setting in ${RECHECK_SETTINGS:-TCJOIN_RECHECK=staged TCJOIN_RECHECK_GROUP=0 TCJOIN_RECHECK=lane \
-                   TCJOIN_RECHECK=bulk TCJOIN_RECHECK=bulk128 TCJOIN_F16_PREFIX=0 \
-                   TCJOIN_PINGPONG=0 TCJOIN_BATCH_DEPTH=2 TCJOIN_CLUSTER=0}; do
-        echo "== GPU against CPU, brute force with $setting"
-        IFS=, read -r -a envs <<<"$setting"
-        log=$OUT/gpu_vs_cpu-$(echo "${setting#TCJOIN_}" | sed 's/,TCJOIN_/,/g' | tr '=A-Z_,' '-a-z-.').log
-        env "${envs[@]}" timeout 200 "$OUT/gpu_vs_cpu" --quick --brute-only --tc-only --seconds "${RECHECK_SECONDS:-40}" \
-            | tee "$log"
+    # (An item may be several overrides, comma-separated.)
+    for ov in ${OVERRIDES:-recheck=staged recheck_group=off recheck=lane recheck=bulk256 \
+               filter_bound=whole pingpong=off clusters=off}; do
+        echo "== GPU against CPU, brute force with $ov"
+        log=$OUT/gpu_vs_cpu-$(echo "$ov" | tr '=_,' '--.').log
+        timeout 200 "$OUT/gpu_vs_cpu" --quick --brute-only --tc-only --override "$ov" \
+            --seconds "${RECHECK_SECONDS:-40}" | tee "$log"
         add_counts "$log"
     done
 fi
@@ -142,20 +131,17 @@ if [ -n "$BENCH" ]; then
         E="--eps $($B --gen gauss --n $n --d $d --neighbours 64 --method brute --device gpu --calibrate --eps-only)"
         $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
         # the same on the mma.sync kernel (Hopper's own runs wgmma), and approximate (exact off)
-        TCJOIN_BRUTE_KERNEL=mma $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
+        $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3 --override tile_kernel=mma
         $B --gen gauss --n $n --d $d $E --method brute --device gpu --exact off --sink count --reps 3
-        # the staged recheck kernel; two batches on the GPU at once (a recheck beside the next tile kernel)
-        TCJOIN_RECHECK=staged $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
-        TCJOIN_BATCH_DEPTH=2 $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
-        # the candidates as they came (not grouped by first point); the lane kernel in place of
-        # Hopper's bulk-copy recheck, both exactnesses; 128-byte and 256-byte bulk copies forced
-        TCJOIN_RECHECK_GROUP=0 $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
-        TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
-        TCJOIN_RECHECK=lane $B --gen gauss --n $n --d $d $E --method brute --device gpu --exact off --sink count --reps 3
-        TCJOIN_RECHECK=bulk128 $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
-        TCJOIN_RECHECK=bulk $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
+        # the staged recheck kernel; the candidates as they came (not grouped by first point);
+        # the lane kernel in place of Hopper's bulk-copy recheck, both exactnesses; 256-byte bulk copies
+        for ov in recheck=staged recheck_group=off recheck=lane recheck=bulk256; do
+            $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3 --override $ov
+        done
+        $B --gen gauss --n $n --d $d $E --method brute --device gpu --exact off --sink count --reps 3 --override recheck=lane
         # Hopper's warpgroups in step instead of taking turns (they take turns at d <= 128 only)
-        [ "$d" -le 128 ] && TCJOIN_PINGPONG=0 $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3
+        [ "$d" -le 128 ] && $B --gen gauss --n $n --d $d $E --method brute --device gpu --sink count --reps 3 \
+            --override pingpong=off
     done
     echo "== the issue's end-to-end figure: 1,000,000 x 128, about 64 neighbours"
     $B --gen gauss --n 1000000 --d 128 --neighbours 64 --calibrate --method brute --device gpu --sink count --reps 3

@@ -12,7 +12,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "gpu_join.h"
+#include "join_state.h"
 
 static TcPair *ring_cache;
 static std::atomic<int> ring_cache_busy;
@@ -281,12 +281,10 @@ drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsigned int count,
  * Copy bytes from the caller's (pageable) memory to the device through the
  * pinned ring: host threads copy each chunk into a free slot while the
  * previous slots' copies cross the link.  A plain copy from pageable
- * memory was measured at about 8 GB/s, a sixth of the link.  Eight
- * threads a slot filled 512 MB in 0.022 s against 0.033 s with four and
- * 0.029 s with sixteen (docs/performance.md).
+ * memory reaches a fraction of the link's rate; eight threads a slot
+ * measured faster than four or sixteen (docs/performance.md).
  */
 #define UPLOAD_THREADS 8
-#define UPLOAD_THREADS_MAX 32
 
 TcStatus
 upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
@@ -295,9 +293,7 @@ upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
 	const size_t chunk = sizeof(TcPair) * (size_t) RING_CHUNK;
 	size_t		nchunks = (bytes + chunk - 1) / chunk;
 	TcStatus	st;
-	/* TCJOIN_UPLOAD_THREADS, for measuring: the host threads that fill a slot */
-	const int	nth = getenv("TCJOIN_UPLOAD_THREADS") ?
-		std::max(1, std::min(UPLOAD_THREADS_MAX, atoi(getenv("TCJOIN_UPLOAD_THREADS")))) : UPLOAD_THREADS;
+	const int	nth = UPLOAD_THREADS;
 
 	if ((st = get_ring(g, err)) != TC_OK)
 		return st;
@@ -307,7 +303,7 @@ upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
 		size_t		off = k * chunk;
 		size_t		m = std::min(chunk, bytes - off);
 		char	   *pin = (char *) g->ring + (size_t) slot * chunk;
-		std::thread th[UPLOAD_THREADS_MAX];
+		std::thread th[UPLOAD_THREADS];
 
 		/* the slot's last copy has left it */
 		if (k >= RING_SLOTS && (st = wait_event(g, g->ring_ev[slot], sink, err)) != TC_OK)
@@ -368,6 +364,7 @@ gpu_join_begin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params
 	}
 	g->device = 0;
 	g->limit = params->gpu_memory_limit;
+	g->ov = params->overrides;
 	CHECK(cudaSetDevice(g->device));
 	for (int i = 0; i < 2; i++)
 	{

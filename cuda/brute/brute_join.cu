@@ -43,7 +43,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "gpu_join.h"
+#include "batches.h"
 #include "fp16_filter.h"
 
 #define BT 128					/* tile: points per side */
@@ -2131,10 +2131,10 @@ make_plan(TcGpuJoin *g, unsigned int n, int d, int nblocks, Fetch fetch, double 
 	tc_f16_plan(&plan, d, thr, maxabs);
 	/*
 	 * The filter's prefix bound (fp16_filter.h): a narrower band than the
-	 * whole-dot bound's, never wider.  TCJOIN_F16_PREFIX=0, for measuring
-	 * and testing, keeps the whole-dot bound (what K > 2^16 gets).
+	 * whole-dot bound's, never wider.  The filter_bound=whole override, for
+	 * measuring and testing, keeps the whole-dot bound (what K > 2^16 gets).
 	 */
-	tc_f16_use_prefix(&plan, !(getenv("TCJOIN_F16_PREFIX") && strcmp(getenv("TCJOIN_F16_PREFIX"), "0") == 0));
+	tc_f16_use_prefix(&plan, !g->ov.whole_dot_bound);
 	if (bd.approx && maxabs > 0.0 && !(maxabs * plan.sigma > 0x1p14))
 		bd.approx = false;		/* too small to scale into FP16's range: exact instead */
 	bd.thr_half = (float) (plan.sigma * plan.sigma * thr * 0.5);
@@ -2501,8 +2501,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * forces the staged one, for comparison.
 	 */
 	const bool	rows16 = (size_t) d * (a->type == TC_FLOAT4 ? 4 : 8) % 16 == 0;
-	const char *rc_force = getenv("TCJOIN_RECHECK");
-	const bool	rc_vec = (bd.approx || rows16) && !(rc_force && strcmp(rc_force, "staged") == 0);
+	const TcRecheckKernel rc_force = g->ov.recheck;
+	const bool	rc_vec = (bd.approx || rows16) && rc_force != TC_RECHECK_STAGED;
 	/*
 	 * The lane kernel's candidates grouped by first point (cand_count_kernel)
 	 * where memory allows: a second candidate buffer and two words a
@@ -2511,8 +2511,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * comparison), they stay as they came.  On an H200 it took the exact
 	 * recheck from 0.112 s to 0.092 s at 100,000 x 4,096.
 	 */
-	bool		group = rc_vec && B == 0 &&
-		!(getenv("TCJOIN_RECHECK_GROUP") && strcmp(getenv("TCJOIN_RECHECK_GROUP"), "0") == 0);
+	bool		group = rc_vec && B == 0 && !g->ov.no_recheck_group;
 
 	/*
 	 * Batches one at a time: with two on the GPU (TCJOIN_BATCH_DEPTH=2,
@@ -2520,7 +2519,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * the join was slower on an H200 (0.194 s against 0.177 s at 100,000 x
 	 * 4,096): the recheck takes issue slots and L1 from the tile kernel.
 	 */
-	const int	batch_depth = getenv("TCJOIN_BATCH_DEPTH") ? atoi(getenv("TCJOIN_BATCH_DEPTH")) : 1;
+	const int	batch_depth = 1;
 	/* Dynamic shared memory past the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
 	/*
@@ -2551,10 +2550,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	memset(&tmap, 0, sizeof(tmap));
 	{
 		cudaFuncAttributes fa;
-		const char *force = getenv("TCJOIN_BRUTE_KERNEL");
-
 		CHECK(cudaFuncGetAttributes(&fa, brute_wgmma_kernel<false, false>));
-		wgmma = major == 9 && fa.binaryVersion == 90 && !(force && strcmp(force, "mma") == 0);
+		wgmma = major == 9 && fa.binaryVersion == 90 && g->ov.tile_kernel != TC_TILE_MMA;
 		if (wgmma)
 		{
 			/* a JIT from the compute_90 PTX would run an empty kernel: ask the device */
@@ -2582,7 +2579,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * the MMAs.  TCJOIN_PINGPONG=0 keeps them in step, for comparison.
 	 */
 	bd.pingpong = wgmma && 2 * ((bd.dpad + WG_BK - 1) / WG_BK) <= WG_STAGES &&
-		!(getenv("TCJOIN_PINGPONG") && strcmp(getenv("TCJOIN_PINGPONG"), "0") == 0);
+		!g->ov.no_pingpong;
 
 	/*
 	 * Hopper's kernel in clusters of two blocks, B multicast to both
@@ -2617,13 +2614,12 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * memory limit): a batch is at least one item, and one that overflows
 	 * at that size could not be rerun smaller.
 	 */
-	if (wgmma && capacity >= CLUSTER_MIN_CAPACITY &&
-		!(getenv("TCJOIN_CLUSTER") && strcmp(getenv("TCJOIN_CLUSTER"), "0") == 0))
+	if (wgmma && capacity >= CLUSTER_MIN_CAPACITY && !g->ov.no_clusters)
 	{
 		cudaLaunchConfig_t cfg = cluster_cfg(2 * (unsigned int) (sms / 2), g->stream[0]);
 
 		CHECK(cudaOccupancyMaxActiveClusters(&clusters, brute_wgmma_kernel<false, true>, &cfg));
-		if (getenv("TCJOIN_TRACE"))
+		if (g->ov.trace)
 			fprintf(stderr, "tcjoin trace: %d clusters of 2 blocks at once (%d multiprocessors)\n", clusters, sms);
 	}
 	stats->gpu_kernel = !wgmma ? "mma.sync" :
@@ -2646,12 +2642,10 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * 256 bytes, TCJOIN_RECHECK=lane the lane kernel, for comparison.
 	 */
 	const size_t rc_row_bytes = bd.approx ? (size_t) bd.dpad * sizeof(__half) : rowbytes;
-	const bool	rc_forced = rc_force != NULL;
 	const int	rb_chunk = !(rc_vec && wgmma) ||
-		(rc_forced && (strcmp(rc_force, "lane") == 0 || strcmp(rc_force, "staged") == 0)) ? 0 :
-		rc_forced && strcmp(rc_force, "bulk128") == 0 ? 128 :
-		rc_forced && strcmp(rc_force, "bulk192") == 0 ? 192 :
-		rc_forced && strcmp(rc_force, "bulk") == 0 ? 256 :
+		rc_force == TC_RECHECK_LANE || rc_force == TC_RECHECK_STAGED ? 0 :
+		rc_force == TC_RECHECK_BULK192 ? 192 :
+		rc_force == TC_RECHECK_BULK256 ? 256 :
 		rc_row_bytes <= 4096 ? 192 : 256;
 
 	/* The recheck's kernel for this join, its grid and its shared memory. */
@@ -2663,14 +2657,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	unsigned int rk_grid = (unsigned int) sms * 8;
 	size_t		rk_smem = 0;
 
-	if (rb_chunk == 128)
-	{
-		rk = by_type(recheck_bulk_kernel<float, true, 128>, recheck_bulk_kernel<float, false, 128>,
-					 recheck_bulk_kernel<double, false, 128>);
-		rk_smem = RB_SMEM(128);
-		stats->gpu_recheck = "bulk-copy, 128 B";
-	}
-	else if (rb_chunk == 192)
+	if (rb_chunk == 192)
 	{
 		rk = by_type(recheck_bulk_kernel<float, true, 192>, recheck_bulk_kernel<float, false, 192>,
 					 recheck_bulk_kernel<double, false, 192>);
@@ -2716,8 +2703,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 * sized for.  TCJOIN_BATCH_RATE sets it, for tests: a tiny one makes
 	 * the first batches overflow and be rerun.
 	 */
-	double		rate = getenv("TCJOIN_BATCH_RATE") ?
-		std::min(1.0, std::max(1e-7, atof(getenv("TCJOIN_BATCH_RATE")))) : 1.0;	/* 0 would never grow */
+	double		rate = g->ov.batch_rate > 0 ? std::max(1e-7, g->ov.batch_rate) : 1.0;	/* 0 would never grow */
 	/* per warp of prune_kernel: its ballot, its count of entries, their offset */
 	const int	band_warps = (int) (band_sq * PRUNE_SQ * PRUNE_SQ / WARP);
 	unsigned int *d_mask,
@@ -2821,7 +2807,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 
 			const unsigned long long ntp = nl[0];
 
-			if (getenv("TCJOIN_TRACE"))
+			if (g->ov.trace)
 				fprintf(stderr, "tcjoin trace: band of squares [%llu, %llu): %llu tile pairs kept in %llu list "
 						"entries, pruned by %.3f ms into the join\n", u0, u1, nl[1], ntp, (tc_now() - t1) * 1e3);
 
@@ -2976,7 +2962,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 				dev_free(g, d_rad);
 			}
 	stats->join_seconds = tc_now() - t1;
-	if (getenv("TCJOIN_TRACE"))
+	if (g->ov.trace)
 		fprintf(stderr, "tcjoin trace: join phase %.3f ms\n", stats->join_seconds * 1e3);
 	return TC_OK;
 }

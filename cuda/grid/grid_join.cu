@@ -41,7 +41,7 @@
 #include <cstring>
 #include <unistd.h>
 
-#include "gpu_join.h"
+#include "batches.h"
 
 #define BLOCK_THREADS 256
 #define WARPS_PER_BLOCK (BLOCK_THREADS / WARP)

@@ -21,7 +21,7 @@
 #include "utils/memutils.h"
 
 #include "engine.h"
-#include "../cuda/gpu.h"
+#include "gpu.h"
 #include "load.h"
 #include "output.h"
 
@@ -33,6 +33,8 @@ static int	tc_cpu_threads = 0;
 static bool tc_log_stats = false;
 static int	tc_gpu_memory_limit_mb = 0;
 static int	tc_tensor_cores_setting = TC_TENSOR_AUTO;
+static char *tc_dev_overrides = NULL;
+static TcOverrides tc_overrides;	/* tc_dev_overrides, parsed */
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", TC_DEVICE_AUTO, false},
@@ -89,6 +91,39 @@ static LastStats last_stats;
 
 void		_PG_init(void);
 
+/*
+ * tcjoin.dev_overrides: parsed by the engine's one parser when set, so that
+ * a bad value is refused by SET, not by a later join.
+ */
+static bool
+check_dev_overrides(char **newval, void **extra, GucSource source)
+{
+	TcOverrides ov;
+	char		msg[256];
+	TcOverrides *copy;
+
+	if (!tc_overrides_parse(*newval, &ov, msg, sizeof(msg)))
+	{
+		GUC_check_errdetail("%s", msg);
+		return false;
+	}
+	copy = (TcOverrides *) malloc(sizeof(TcOverrides));	/* guc.c frees it with free() */
+	if (copy == NULL)
+		return false;
+	*copy = ov;
+	*extra = copy;
+	return true;
+}
+
+static void
+assign_dev_overrides(const char *newval, void *extra)
+{
+	if (extra)
+		tc_overrides = *(TcOverrides *) extra;
+	else
+		memset(&tc_overrides, 0, sizeof(tc_overrides));
+}
+
 void
 _PG_init(void)
 {
@@ -134,6 +169,14 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+	DefineCustomStringVariable("tcjoin.dev_overrides",
+							   "Developers only: force GPU kernels and paths the engine would not choose.",
+							   "Comma-separated key=value items (docs/developing.md); empty for the engine's own choices.",
+							   &tc_dev_overrides,
+							   "",
+							   PGC_SUSET,
+							   GUC_NOT_IN_SAMPLE,
+							   check_dev_overrides, assign_dev_overrides, NULL);
 	MarkGUCPrefixReserved("tcjoin");
 }
 
@@ -241,6 +284,7 @@ join_params(TcJoinParams *params, double eps, bool include_self, bool exact,
 	params->tensor_cores = (TcTensorCores) tc_tensor_cores_setting;
 	params->threads = tc_cpu_threads > 0 ? tc_cpu_threads : tc_cpu_count();
 	params->gpu_memory_limit = (size_t) tc_gpu_memory_limit_mb << 20;
+	params->overrides = tc_overrides;
 }
 
 /* A join's own memory context: everything it allocates hangs off it. */

@@ -5,7 +5,7 @@
  */
 #include <stdio.h>
 
-#include "../cuda/gpu.h"
+#include "gpu.h"
 
 static const char *const no_cuda = "tcjoin was built without CUDA support";
 

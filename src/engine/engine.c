@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
-#include "../cuda/gpu.h"
+#include "gpu.h"
 
 /* How long the caller's thread sleeps between polls, at most. */
 #define TC_POLL_NSEC (20 * 1000 * 1000)

@@ -65,6 +65,41 @@ typedef enum TcTensorCores
 	TC_TENSOR_OFF
 } TcTensorCores;
 
+/*
+ * Developer overrides: force a path the engine would not choose, for tests
+ * and measurements only.  Parsed in one place (tc_overrides_parse), set from
+ * SQL by the superuser-only setting tcjoin.dev_overrides and from the test
+ * programs' and tcbench's --override flag.  All zero: every choice as the
+ * engine makes it.  A forced path must still be one the device can run; where
+ * it cannot (a Hopper kernel on an A100), the engine's own choice stands.
+ */
+typedef enum TcTileKernel
+{
+	TC_TILE_AUTO = 0,
+	TC_TILE_MMA					/* mma.sync, the sm_80 tile kernel, on Hopper too */
+} TcTileKernel;
+
+typedef enum TcRecheckKernel
+{
+	TC_RECHECK_AUTO = 0,
+	TC_RECHECK_STAGED,			/* rows staged in shared memory (any alignment) */
+	TC_RECHECK_LANE,			/* a lane a candidate (rows 16-byte aligned) */
+	TC_RECHECK_BULK192,			/* Hopper: second rows by 192-byte bulk copies */
+	TC_RECHECK_BULK256			/* Hopper: the same, 256 bytes a copy */
+} TcRecheckKernel;
+
+typedef struct TcOverrides
+{
+	TcTileKernel tile_kernel;	/* FP16 brute force's tile kernel */
+	TcRecheckKernel recheck;	/* FP16 brute force's exact recheck */
+	bool		no_recheck_group;	/* candidates not grouped by first point */
+	bool		no_clusters;	/* Hopper: blocks apart, not in clusters of 2 */
+	bool		no_pingpong;	/* Hopper: warpgroups in step at d <= 128 */
+	bool		whole_dot_bound;	/* the filter's whole-dot bound, not the prefix bound */
+	double		batch_rate;		/* GPU: first batch's pairs per unit (0: 1) */
+	bool		trace;			/* GPU: each batch's times on stderr */
+} TcOverrides;
+
 typedef struct TcJoinParams
 {
 	double		eps;			/* finite, >= 0 */
@@ -76,6 +111,7 @@ typedef struct TcJoinParams
 	int			threads;		/* CPU compute threads, >= 1 */
 	size_t		gpu_memory_limit;	/* bytes a GPU join may take; 0: no limit */
 	size_t		gpu_result_pairs;	/* GPU result buffer, in pairs; 0: default */
+	TcOverrides overrides;		/* developers' only; zero for users */
 } TcJoinParams;
 
 /*
@@ -198,6 +234,15 @@ extern void tc_join_get_stats(const TcJoin *join, TcJoinStats *stats);
  * out of tc_join_run.  NULL is a no-op.
  */
 extern void tc_join_destroy(TcJoin *join);
+
+/*
+ * Parse developer overrides: "key=value" items separated by commas or
+ * spaces (tcjoin.dev_overrides' syntax; docs/developing.md lists them).
+ * Empty or NULL text gives all zero.  Returns false with msg filled on a bad
+ * item; out is then left all zero.
+ */
+extern bool tc_overrides_parse(const char *text, TcOverrides *out, char *msg,
+							   size_t msglen);
 
 /*
  * The largest float8 s with sqrt(s) <= eps.  Since sqrt is correctly rounded

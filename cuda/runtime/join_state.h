@@ -1,0 +1,104 @@
+/*
+ * join_state.h
+ *		A GPU join's resources on the host: its device and pinned memory
+ *		(counted against tcjoin.gpu_memory_limit), streams and events, the
+ *		abort flag kernels poll, CUDA error reporting, waits that poll the
+ *		sink, and the pinned ring that brings pairs home.  C++, for cuda/
+ *		only; the engine sees gpu.h.
+ */
+#ifndef TCJOIN_JOIN_STATE_H
+#define TCJOIN_JOIN_STATE_H
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "gpu.h"
+#include "pairs.cuh"
+
+/*
+ * Pairs reach the host through a ring of pinned chunks, so that copies
+ * overlap the sink and pinned memory stays small.  The ring is kept for the
+ * process's next join: pinning costs about 0.3 ms per MB.
+ */
+#define RING_CHUNK (1u << 19)	/* pairs: 12 MB */
+#define RING_SLOTS 4
+
+struct TcGpuJoin
+{
+	int			device;
+	cudaStream_t stream[2];
+	int			nstreams;
+	cudaEvent_t ring_ev[RING_SLOTS];
+	int			nevents;
+	cudaEvent_t kev[2][3];		/* per stream: kernel start, end, and the recheck's start */
+	cudaEvent_t kev_base;		/* before a run's first batch: its batches' times from it */
+	bool		have_kev_base;
+	bool		kev_recheck;	/* kev[.][2] is recorded: the stats split the kernels' time */
+	int			nkev;
+	void	   *dev[48];
+	size_t		dev_bytes[48];	/* each allocation's size, for used */
+	int			ndev;
+	size_t		used;
+	size_t		limit;
+	TcOverrides ov;				/* developers' overrides (engine.h) */
+	void	   *host[8];
+	int			nhost;
+	/*
+	 * Stopping a kernel: the host copies *h_abort (pinned, 1) over *d_abort
+	 * (device memory, which kernels poll per work item) on a stream of its
+	 * own.  Kernels never read host memory: a read across the bus per item
+	 * would cost more than the item at low d.
+	 */
+	int		   *h_abort;
+	int		   *d_abort;
+	cudaStream_t abort_stream;
+	bool		have_abort_stream;
+	unsigned long long *h_bounds;
+	TcPair	   *out;
+	TcPair	   *ring;			/* RING_SLOTS x RING_CHUNK pinned pairs */
+	bool		ring_cached;	/* the process's ring, held by this join */
+};
+
+#define CHECK(call) \
+	do { \
+		cudaError_t rc_ = (call); \
+		if (rc_ != cudaSuccess) \
+			return gpu_error(err, #call, rc_); \
+	} while (0)
+
+/* The CUDA call's name and message into err; returns TC_ERR_GPU. */
+extern TcStatus gpu_error(TcError *err, const char *what, cudaError_t rc);
+/* Device memory, counted against tcjoin.gpu_memory_limit; freed with the join. */
+extern TcStatus dev_alloc(TcGpuJoin *g, void **ptr, size_t bytes, TcError *err);
+extern void dev_free(TcGpuJoin *g, void *ptr);
+/* Pinned host memory, freed with the join. */
+extern TcStatus host_alloc(TcGpuJoin *g, void **ptr, size_t bytes, unsigned int flags,
+						   TcError *err);
+/* Ask running kernels to stop at their next work item. */
+extern void request_abort(TcGpuJoin *g);
+/* Wait for a stream or an event, polling the sink about every millisecond. */
+extern TcStatus wait_stream(TcGpuJoin *g, cudaStream_t s, const TcSink *sink, TcError *err);
+extern TcStatus wait_event(TcGpuJoin *g, cudaEvent_t ev, const TcSink *sink, TcError *err);
+/* Hand pairs (in TcPair layout) to the sink. */
+extern TcStatus emit_pairs(const TcPair *pairs, size_t count, const TcSink *sink,
+						   TcJoinStats *stats);
+/* The pinned ring: the process's cached one when free, else the join's. */
+extern TcStatus get_ring(TcGpuJoin *g, TcError *err);
+/* bytes of the caller's memory to the device through the ring; waits for them. */
+extern TcStatus upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
+					   const TcSink *sink, TcError *err);
+/* A finished batch's count pairs through the ring to the sink. */
+extern TcStatus drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsigned int count,
+					  const TcSink *sink, TcJoinStats *stats, TcError *err);
+/*
+ * A GPU join's start: its resources (*handle set first, so the caller can
+ * always free them), the GPU, streams, the abort flag, and the (i, i, 0)
+ * pairs of include_self.
+ */
+extern TcStatus gpu_join_begin(TcGpuJoin **handle, const TcPoints *a,
+							   const TcJoinParams *params, const TcSink *sink,
+							   TcJoinStats *stats, TcError *err);
+
+#endif							/* TCJOIN_JOIN_STATE_H */

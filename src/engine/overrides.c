@@ -1,0 +1,167 @@
+/*
+ * overrides.c
+ *		The one parser of developer overrides (TcOverrides): the text of
+ *		tcjoin.dev_overrides and of the test programs' --override flag.
+ *
+ *	  tile_kernel=auto|mma
+ *	  recheck=auto|staged|lane|bulk192|bulk256
+ *	  recheck_group=on|off
+ *	  clusters=on|off
+ *	  pingpong=on|off
+ *	  filter_bound=prefix|whole
+ *	  batch_rate=R		(0 < R <= 1; 0 for the default)
+ *	  trace=on|off
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+typedef struct OverrideChoice
+{
+	const char *name;
+	int			value;
+} OverrideChoice;
+
+static const OverrideChoice tile_choices[] = {
+	{"auto", TC_TILE_AUTO}, {"mma", TC_TILE_MMA}, {NULL, 0}
+};
+static const OverrideChoice recheck_choices[] = {
+	{"auto", TC_RECHECK_AUTO}, {"staged", TC_RECHECK_STAGED}, {"lane", TC_RECHECK_LANE},
+	{"bulk192", TC_RECHECK_BULK192}, {"bulk256", TC_RECHECK_BULK256}, {NULL, 0}
+};
+static const OverrideChoice onoff_choices[] = {
+	{"on", 1}, {"off", 0}, {NULL, 0}
+};
+static const OverrideChoice bound_choices[] = {
+	{"prefix", 0}, {"whole", 1}, {NULL, 0}
+};
+
+/* value among choices into *out; false when it is none of them */
+static bool
+pick(const OverrideChoice *choices, const char *value, int *out)
+{
+	for (int i = 0; choices[i].name; i++)
+		if (strcmp(choices[i].name, value) == 0)
+		{
+			*out = choices[i].value;
+			return true;
+		}
+	return false;
+}
+
+static void
+list_choices(const OverrideChoice *choices, char *buf, size_t len)
+{
+	size_t		used = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; choices[i].name && used < len; i++)
+		used += snprintf(buf + used, len - used, "%s%s", i > 0 ? ", " : "", choices[i].name);
+}
+
+/* One "key=value" item into out; false with msg filled when it is not one. */
+static bool
+parse_item(const char *key, const char *value, TcOverrides *out, char *msg, size_t msglen)
+{
+	const OverrideChoice *choices = NULL;
+	int			v = 0;
+	char		names[128];
+
+	if (strcmp(key, "batch_rate") == 0)
+	{
+		char	   *end;
+		double		r;
+
+		errno = 0;
+		r = strtod(value, &end);
+		if (errno != 0 || end == value || *end != '\0' || !(r >= 0.0 && r <= 1.0))
+		{
+			snprintf(msg, msglen, "batch_rate must be a number from 0 to 1, not \"%s\"", value);
+			return false;
+		}
+		out->batch_rate = r;
+		return true;
+	}
+	if (strcmp(key, "tile_kernel") == 0)
+		choices = tile_choices;
+	else if (strcmp(key, "recheck") == 0)
+		choices = recheck_choices;
+	else if (strcmp(key, "filter_bound") == 0)
+		choices = bound_choices;
+	else if (strcmp(key, "recheck_group") == 0 || strcmp(key, "clusters") == 0 ||
+			 strcmp(key, "pingpong") == 0 || strcmp(key, "trace") == 0)
+		choices = onoff_choices;
+	else
+	{
+		snprintf(msg, msglen, "unknown override \"%s\" (known: tile_kernel, recheck, "
+				 "recheck_group, clusters, pingpong, filter_bound, batch_rate, trace)", key);
+		return false;
+	}
+	if (!pick(choices, value, &v))
+	{
+		list_choices(choices, names, sizeof(names));
+		snprintf(msg, msglen, "override %s takes %s, not \"%s\"", key, names, value);
+		return false;
+	}
+	if (choices == tile_choices)
+		out->tile_kernel = (TcTileKernel) v;
+	else if (choices == recheck_choices)
+		out->recheck = (TcRecheckKernel) v;
+	else if (choices == bound_choices)
+		out->whole_dot_bound = v != 0;
+	else if (strcmp(key, "recheck_group") == 0)
+		out->no_recheck_group = v == 0;
+	else if (strcmp(key, "clusters") == 0)
+		out->no_clusters = v == 0;
+	else if (strcmp(key, "pingpong") == 0)
+		out->no_pingpong = v == 0;
+	else
+		out->trace = v != 0;
+	return true;
+}
+
+bool
+tc_overrides_parse(const char *text, TcOverrides *out, char *msg, size_t msglen)
+{
+	TcOverrides parsed;
+	const char *p = text;
+
+	memset(&parsed, 0, sizeof(parsed));
+	memset(out, 0, sizeof(*out));
+	if (msglen > 0)
+		msg[0] = '\0';
+	while (p && *p)
+	{
+		char		item[128];
+		size_t		len = strcspn(p, ", \t\n");
+		char	   *eq;
+
+		if (len == 0)
+		{
+			p++;
+			continue;
+		}
+		if (len >= sizeof(item))
+		{
+			snprintf(msg, msglen, "override item too long: \"%.40s...\"", p);
+			return false;
+		}
+		memcpy(item, p, len);
+		item[len] = '\0';
+		p += len;
+		eq = strchr(item, '=');
+		if (eq == NULL || eq == item || eq[1] == '\0')
+		{
+			snprintf(msg, msglen, "override \"%s\" is not of the form key=value", item);
+			return false;
+		}
+		*eq = '\0';
+		if (!parse_item(item, eq + 1, &parsed, msg, msglen))
+			return false;
+	}
+	*out = parsed;
+	return true;
+}
