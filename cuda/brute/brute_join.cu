@@ -2513,13 +2513,6 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	 */
 	bool		group = rc_vec && B == 0 && !g->ov.no_recheck_group;
 
-	/*
-	 * Batches one at a time: with two on the GPU (TCJOIN_BATCH_DEPTH=2,
-	 * for comparison), one's recheck beside the next one's tile kernel,
-	 * the join was slower on an H200 (0.194 s against 0.177 s at 100,000 x
-	 * 4,096): the recheck takes issue slots and L1 from the tile kernel.
-	 */
-	const int	batch_depth = 1;
 	/* Dynamic shared memory past the 48 KB a block gets by default. */
 	CHECK(cudaFuncSetAttribute(brute_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM));
 	/*
@@ -2917,8 +2910,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 			};
 
 			g->kev_recheck = true;
-			st = run_batches(g, ntp, d_pairs, h_meta, rate, next, launch, "tile", sink, stats, err, 2,
-							 batch_depth, kept);
+			st = run_batches(g, ntp, d_pairs, h_meta, rate, next, launch, "tile", sink, stats, err, 2, kept);
 			g->kev_recheck = false;
 			if (st != TC_OK)
 				return st;

@@ -950,7 +950,7 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 	};
 
 	if ((st = run_batches(g, nitems, d_pairs, h_meta, rate, next, launch, "work item",
-						  sink, stats, err, 0, 1, kept)) != TC_OK)
+						  sink, stats, err, 0, kept)) != TC_OK)
 		return st;
 	stats->join_seconds = tc_now() - t1;
 	return TC_OK;

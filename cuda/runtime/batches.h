@@ -22,16 +22,6 @@
  * buffer of candidates, h_meta[cur][rate_slot] is their count and the rate
  * follows the larger.
  *
- * depth: batches on the GPU at once.  With 2 (brute force), the next batch
- * is launched before the last one ends, on the other stream, so that one
- * batch's recheck runs beside the next one's tensor-core kernel (a
- * memory-bound kernel beside a compute-bound one).  Batches end in launch
- * order; when one overflows, the one after it (already running, on a range
- * sized before the overflow was known) is waited for and dropped too, and
- * both ranges are done again from the first one's start: nothing past that
- * start has reached the sink.  A second batch is launched only once a batch
- * has given the rate.
- *
  * kept(s): called once for each batch whose pairs go to the sink (not for
  * one dropped and rerun), so that counts read from it are counted once.
  */
@@ -47,7 +37,7 @@ TcStatus
 run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 			unsigned int *const *h_meta, double &rate, Next next, Launch launch,
 			const char *unit, const TcSink *sink, TcJoinStats *stats, TcError *err,
-			int rate_slot = 0, int depth = 1, Kept kept = Kept())
+			int rate_slot = 0, Kept kept = Kept())
 {
 	unsigned long long lo = 0;
 	unsigned long long over_lo = 0,
@@ -127,7 +117,7 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 	};
 
 	CHECK(cudaEventRecord(g->kev_base, g->stream[0]));
-	depth = depth < 1 ? 1 : depth > 2 ? 2 : depth;
+	const int	depth = 1;		/* batches on the GPU at once */
 	for (;;)
 	{
 		/* Launch into free slots: not in flight, not waiting for the sink. */
