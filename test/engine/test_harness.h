@@ -167,5 +167,6 @@ void		test_large(void);			/* test_large.c */
 void		test_sinks(void);			/* test_sinks.c */
 void		test_f16_round(void);		/* test_fp16_filter.c */
 void		test_f16_filter(void);
+void		test_overrides(void);		/* test_overrides.c */
 
 #endif							/* TC_TEST_HARNESS_H */

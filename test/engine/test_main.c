@@ -20,7 +20,7 @@
  *	 TC_TEST_SECTIONS comma-separated sections to run (default all): basics,
  *					sq_threshold, invalid, tiny, dims, distributions,
  *					two-sets, large, sinks, random, fp16-round,
- *					fp16-filter.
+ *					fp16-filter, overrides.
  */
 #include "test_harness.h"
 
@@ -58,6 +58,7 @@ static const struct
 	{"random", test_random_sweep},
 	{"fp16-round", test_f16_round},
 	{"fp16-filter", test_f16_filter},
+	{"overrides", test_overrides},
 };
 
 static uint64_t
