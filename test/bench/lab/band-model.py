@@ -3,8 +3,8 @@
 A model, in NumPy, of the FP16 filter's band (src/common/fp16_filter.h): of the
 pairs of Gaussian points (each coordinate N(0, 1), as tcbench --gen gauss)
 that the filter keeps for the exact recheck, the share beyond eps, under
-the whole-dot bound (TCJOIN_F16_PREFIX=0), under the prefix bound (the
-default) and with no accumulation term at all (what no bound of the
+the whole-dot bound (override filter_bound=whole), under the prefix bound
+(the default) and with no accumulation term at all (what no bound of the
 tensor cores' rounding can beat).  It predicts the recheck's candidates before a GPU run
 counts them.
 
