@@ -28,13 +28,13 @@ DB = os.environ.get('TCJOIN_BENCH_DB', 'tcjoin_bench')
 CPU_MAX_N = 2_000_000           # CPU rows stop here; GPU rows go on to 10M
 GPU_BRUTE_MAX_N = 500_000       # brute force on 2-8 dimensions past this is pointless
 # The grid indexes a few dimensions only: at d >= 64 it is a brute force in
-# FP64 with overhead (auto never picks it there), minutes a run at n = 100,000.
+# FP64 with overhead (auto never picks it there), too slow to repeat past this.
 GPU_GRID_MAX_N_HIGH_D = 20_000
 
 
 def fp64_too_slow(w):
-    """d >= 64 and n past GPU_GRID_MAX_N_HIGH_D: FP64 on CUDA cores takes tens
-    of seconds a run (the grid is left out; FP64 brute force runs once)."""
+    """d >= 64 and n past GPU_GRID_MAX_N_HIGH_D: FP64 on CUDA cores is too slow
+    to repeat (the grid is left out; FP64 brute force runs once)."""
     return w.d >= 64 and w.n > GPU_GRID_MAX_N_HIGH_D
 
 
@@ -57,7 +57,7 @@ class Workload:
 
 
 def matrix(quick, gpu):
-    """The workloads.  The CPU ones take about 10 minutes on 2 cores."""
+    """The workloads."""
     W = Workload
     fm = 'fmnist_70000x784.f32'
     have_fm = os.path.exists(os.path.join(DATA, fm))
@@ -70,7 +70,7 @@ def matrix(quick, gpu):
 
     ws = []
     # Time against n at 64 neighbours, and against eps at n = 100,000.  The
-    # peers take 5-25 s a run here, so they run at the smaller sizes only.
+    # peers are slow here, so they run at the smaller sizes only.
     big = (5_000_000, 10_000_000) if gpu else ()
     for g in ('uniform', 'expo'):
         for n in (100_000, 200_000, 500_000, 1_000_000, 2_000_000) + big:
@@ -100,8 +100,8 @@ def matrix(quick, gpu):
     if gpu:
         real.append(W('fmnist', fm, 70_000, 784, ks=(64, 128, 256), cpu=False, sql=True))
     ws += [w for w in real if os.path.exists(os.path.join(DATA, w.source))]
-    # High dimensions: brute force.  CPU sizes keep n^2 d near 1.6e10 (about
-    # a second on 2 cores); plain SQL takes seconds for n in the hundreds.
+    # High dimensions: brute force.  CPU sizes keep n^2 d near 1.6e10; plain
+    # SQL is slow even for n in the hundreds.
     for d, n in ((64, 16_000), (256, 8_000), (1024, 4_000), (4096, 2_000)):
         ws.append(W(f'uniform-{d}d', 'uniform', n, d, sql=True))
         if gpu:

@@ -97,8 +97,8 @@ fi
 # ratios (1.50, 2.00, 2.00) 2.00x, where the ratio of the medians would be
 # 1.71x.
 M=$T/mock
-mkdir -p "$M/test/bench"
-cp test/bench/recheck-variants "$M/test/bench/"
+mkdir -p "$M/test/bench/lab"
+cp test/bench/lab/recheck-variants "$M/test/bench/lab/"
 printf 'all:\n\t@true\n' >"$M/Makefile"
 printf 'tcbench:\n\t@cp tcbench.stub tcbench\ngemm_floor:\n\t@true\n' >"$M/test/bench/Makefile"
 # a stub's next value: a counter file per program
@@ -119,7 +119,7 @@ set -- 0.12 0.10 0.14; shift "$n"
 echo "100,4096,100,$1,700,2000.0,stub"
 STUB
 chmod +x "$M/test/bench/tcbench.stub" "$M/test/bench/gemm_floor"
-ROUNDS=3 REPS=1 EXACT=on VARIANTS=default bash "$M/test/bench/recheck-variants" 100:4096 >"$T/rounds.log" 2>&1
+ROUNDS=3 REPS=1 EXACT=on VARIANTS=default bash "$M/test/bench/lab/recheck-variants" 100:4096 >"$T/rounds.log" 2>&1
 if awk '/medians of 3 rounds/ { m = 1; next }
         m && /cuBLAS/ { c = ($(NF - 1) == "0.1200") }
         m && / default / { j = ($(NF - 3) == "0.0700" && $(NF - 2) == "2.00x") }

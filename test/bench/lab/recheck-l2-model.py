@@ -11,7 +11,7 @@ L1 while the group's lanes share it). The GPU reads tens of thousands of
 candidates at once, not one after another. A block holds hundreds of
 thousands, so the order is what the model keeps.
 
-    test/bench/recheck-l2-model.py [N CANDIDATES ROW_BYTES L2_MB]
+    test/bench/lab/recheck-l2-model.py [N CANDIDATES ROW_BYTES L2_MB]
         (defaults 100096 7270000 4096 50: 100,000 x 1,024 float4 at 64 neighbours)
 """
 import sys

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """
 A model, in NumPy, of the FP16 brute force's point ordering and tile
-pruning (cuda/gpu_brute.cu: dir_kernel, proj_kernel, bounds_kernel,
+pruning (cuda/brute/brute_join.cu: dir_kernel, proj_kernel, bounds_kernel,
 prune_kernel), to ask on any machine how many tile pairs pruning would keep
 on a data set, and how compact its tiles are, before a GPU run measures it.
 
@@ -13,7 +13,7 @@ iff |c_a - c_b| <= r_a + r_b + eps.  The model leaves out the engine's
 float4 rounding margins (so it keeps a little less than the engine does),
 and its tie-breaking may differ.
 
-    test/bench/prune-model.py FILE D EPS [N]     (raw float32, N x D; N: the first N rows)
+    test/bench/lab/prune-model.py FILE D EPS [N]     (raw float32, N x D; N: the first N rows)
 """
 import sys
 import time

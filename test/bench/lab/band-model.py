@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """
-A model, in NumPy, of the FP16 filter's band (src/fp16_filter.h): of the
+A model, in NumPy, of the FP16 filter's band (src/common/fp16_filter.h): of the
 pairs of Gaussian points (each coordinate N(0, 1), as tcbench --gen gauss)
 that the filter keeps for the exact recheck, the share beyond eps, under
-the whole-dot bound (TCJOIN_F16_PREFIX=0), under the prefix bound (the
-default) and with no accumulation term at all (what no bound of the
+the whole-dot bound (override filter_bound=whole), under the prefix bound
+(the default) and with no accumulation term at all (what no bound of the
 tensor cores' rounding can beat).  It predicts the recheck's candidates before a GPU run
 counts them.
 
@@ -13,7 +13,7 @@ point (the pooled K M-th distance).  The filter's test is the exact one of
 fp16_filter.h without its float4 roundings: kept iff |h_a - h_b|^2 <=
 (R_a + R_b)^2 + the accumulation term, with the bound's own constants.
 
-    test/bench/band-model.py D [N (30000) M (300) K (64)]
+    test/bench/lab/band-model.py D [N (30000) M (300) K (64)]
 """
 import sys
 
