@@ -224,6 +224,35 @@ prepare(TcJoin *join, TcError *err)
 	return st;
 }
 
+/* The GPU back ends' list, in the engine's own terms. */
+int
+tc_device_list(TcDeviceInfo *out, int max)
+{
+	TcGpuInfo	gpus[TC_MAX_DEVICES];
+	int			n = tc_gpu_list(gpus, TC_MAX_DEVICES, NULL, 0);
+
+	if (n > TC_MAX_DEVICES)
+		n = TC_MAX_DEVICES;
+	if (n > max)
+		n = max;
+	for (int i = 0; i < n; i++)
+	{
+		size_t		len = strnlen(gpus[i].name, sizeof(gpus[i].name));
+
+		if (len >= sizeof(out[i].name))
+			len = sizeof(out[i].name) - 1;
+		memcpy(out[i].name, gpus[i].name, len);
+		out[i].name[len] = '\0';
+		out[i].device = gpus[i].device;
+		out[i].major = gpus[i].major;
+		out[i].minor = gpus[i].minor;
+		out[i].total_memory = gpus[i].total_memory;
+		out[i].free_memory = gpus[i].free_memory;
+		out[i].sm_count = gpus[i].sm_count;
+	}
+	return n;
+}
+
 void
 tc_join_get_stats(const TcJoin *join, TcJoinStats *stats)
 {

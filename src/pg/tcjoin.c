@@ -21,7 +21,6 @@
 #include "utils/memutils.h"
 
 #include "engine.h"
-#include "gpu.h"
 #include "load.h"
 #include "output.h"
 
@@ -486,12 +485,12 @@ Datum
 tc_devices(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	TcGpuInfo	gpus[16];
+	TcDeviceInfo gpus[TC_MAX_DEVICES];
 	int			n;
 
 	InitMaterializedSRF(fcinfo, 0);
-	n = tc_gpu_list(gpus, lengthof(gpus), NULL, 0);
-	for (int i = 0; i < n && i < (int) lengthof(gpus); i++)
+	n = tc_device_list(gpus, lengthof(gpus));
+	for (int i = 0; i < n; i++)
 	{
 		Datum		values[6];
 		bool		nulls[6] = {0};
