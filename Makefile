@@ -21,7 +21,7 @@ CUDA_OBJS =
 endif
 
 MODULE_big = tcjoin
-OBJS = src/pg/tcjoin.o src/pg/load.o src/pg/output.o \
+OBJS = src/pg/module.o src/pg/functions.o src/pg/stats.o src/pg/load.o src/pg/output.o \
 	$(patsubst %.c,src/engine/%.o,$(ENGINE_C)) $(CUDA_OBJS)
 DATA = tcjoin--$(EXTVERSION).sql
 

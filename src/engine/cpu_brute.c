@@ -295,22 +295,6 @@ static const TcBackend brute_backend = {
 	.free_state = brute_free_state,
 };
 
-double
-tc_brute_cost(const TcJoin *join)
-{
-	double		na = (double) join->a.n;
-	double		pairs = join->self ? na * (na - 1) / 2 : na * (double) join->b.n;
-
-	/*
-	 * SIMD lanes make a brute-force candidate cheaper than a grid one, and
-	 * from TC_FILTER_MIN_DIMS on the float32 filter about 4x cheaper again
-	 * (measured at d = 784; docs/performance.md).
-	 */
-	if (join->a.d >= TC_FILTER_MIN_DIMS)
-		return pairs * (TC_COST_PAIR + TC_COST_DIM * join->a.d / 8);
-	return pairs * (TC_COST_PAIR + TC_COST_DIM * join->a.d) / 2;
-}
-
 TcStatus
 tc_brute_prepare(TcJoin *join, TcError *err)
 {

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "choose.h"
 #include "engine_int.h"
 #include "gpu.h"
 
@@ -175,120 +176,17 @@ tc_poll(TcJoin *join)
 	return !tc_should_stop(join);
 }
 
-/*
- * Where the join runs: tcjoin.device = gpu needs a usable GPU; auto takes
- * one when there is one.  The GPU back ends take self-joins only so far.
- */
-static TcStatus
-choose_device(TcJoin *join, bool *use_gpu, TcError *err)
-{
-	char		reason[200];
-
-	*use_gpu = false;
-	if (join->params.device == TC_DEVICE_CPU)
-		return TC_OK;
-	if (!join->self)
-	{
-		if (join->params.device == TC_DEVICE_GPU)
-		{
-			tc_set_error(err, TC_ERR_NO_GPU, "joins of two point sets run on the CPU only");
-			return TC_ERR_NO_GPU;
-		}
-		return TC_OK;
-	}
-	if (tc_gpu_count(reason, sizeof(reason)) > 0)
-		*use_gpu = true;
-	else if (join->params.device == TC_DEVICE_GPU)
-	{
-		tc_set_error(err, TC_ERR_NO_GPU, "%s", reason);
-		return TC_ERR_NO_GPU;
-	}
-	return TC_OK;
-}
-
-/* From this many dimensions, auto on the GPU takes FP16 brute force. */
-#define TC_GPU_BRUTE_DIMS 12
-
-/*
- * auto's cost model on the GPU below TC_GPU_BRUTE_DIMS, in seconds,
- * fitted to an H200 (tensor cores on; docs/performance.md, "auto's choice
- * on the GPU"): the grid costs a start, a share per point and one per
- * candidate growing as d^2 (its FP64 tiles at d = 8, 10, 12: 7, 11 and
- * 20 ps); FP16 brute force below 16 dimensions costs a start and 0.45 ps
- * per pair of the triangle, whatever the data (tile pruning is a bonus
- * left out).  The grid's candidates are the planner's estimate from a
- * sample.  The constants fix only which side wins, so a GPU that is
- * uniformly faster or slower makes the same choice.
- */
-#define TC_GPU_GRID_START 0.01
-#define TC_GPU_GRID_POINT 5e-8
-#define TC_GPU_GRID_CAND_D8 7e-12
-#define TC_GPU_BRUTE_START 0.005
-#define TC_GPU_BRUTE_PAIR 4.5e-13
-
-static double
-gpu_grid_cost(const TcJoin *join, const TcGridPlan *plan)
-{
-	double		r = (double) join->a.d / 8.0;
-
-	return TC_GPU_GRID_START + TC_GPU_GRID_POINT * (double) join->a.n +
-		TC_GPU_GRID_CAND_D8 * fmax(r * r, 1.0) * plan->est_candidates;
-}
-
-static double
-gpu_brute_cost(const TcJoin *join)
-{
-	double		n = (double) join->a.n;
-
-	return TC_GPU_BRUTE_START + TC_GPU_BRUTE_PAIR * n * (n - 1) / 2;
-}
-
 /* The whole join on the GPU: its own index, batches and output loop. */
 static TcStatus
 run_gpu(TcJoin *join, TcError *err)
 {
 	TcGridPlan	plan;
 	TcStatus	st;
-	bool		planned = false;
+	bool		fp16_brute;
+	bool		planned;
 
-	/*
-	 * method => 'brute' takes the FP16 tensor-core brute force (unless
-	 * tcjoin.tensor_cores = off, which keeps FP64 CUDA cores: the grid
-	 * kernel over one cell).  auto takes it too from TC_GPU_BRUTE_DIMS
-	 * dimensions, where the grid finds no useful cells (400,000 uniform
-	 * points at d = 12: 0.92 s against 0.053 s), and below that where
-	 * the cost model says so: brute force grows with n^2, the grid with
-	 * its candidates, so at d = 8 brute force wins up to about a million
-	 * uniform points and the grid beyond.
-	 */
-	bool		fp16_brute = join->params.method == TC_METHOD_BRUTE;
-	TcGpuInfo	info;
-
-	/*
-	 * FP16 tensor cores need compute capability 8.0 (the join runs on GPU
-	 * 0): below that, brute force with tensor_cores = auto runs on FP64
-	 * CUDA cores (= on asks for them, and the back end says it cannot).
-	 * auto never gives FP16 brute force more points than it takes.
-	 */
-	bool		fp16_ok = tc_gpu_list(&info, 1, NULL, 0) > 0 && info.major >= 8;
-
-	if (fp16_brute && join->params.tensor_cores == TC_TENSOR_AUTO && !fp16_ok)
-		fp16_brute = false;
-	if (join->params.method == TC_METHOD_AUTO && join->params.tensor_cores != TC_TENSOR_OFF &&
-		fp16_ok && join->a.n <= TC_GPU_BRUTE_MAX_N)
-	{
-		if (join->a.d >= TC_GPU_BRUTE_DIMS)
-			fp16_brute = true;
-		else
-		{
-			if ((st = tc_grid_plan(join, false, &plan, err)) != TC_OK)
-				return st;
-			planned = true;
-			join->stats.auto_grid_seconds = gpu_grid_cost(join, &plan);
-			join->stats.auto_brute_seconds = gpu_brute_cost(join);
-			fp16_brute = join->stats.auto_brute_seconds < join->stats.auto_grid_seconds;
-		}
-	}
+	if ((st = tc_choose_gpu_method(join, &fp16_brute, &plan, &planned, err)) != TC_OK)
+		return st;
 	if (fp16_brute && join->params.tensor_cores != TC_TENSOR_OFF)
 		return tc_gpu_brute_selfjoin(&join->gpu, &join->a, &join->params, join->thr,
 									 join->sink, &join->stats, err);
@@ -324,6 +222,35 @@ prepare(TcJoin *join, TcError *err)
 	if (st == TC_OK)
 		join->stats.method = join->backend->name;
 	return st;
+}
+
+/* The GPU back ends' list, in the engine's own terms. */
+int
+tc_device_list(TcDeviceInfo *out, int max)
+{
+	TcGpuInfo	gpus[TC_MAX_DEVICES];
+	int			n = tc_gpu_list(gpus, TC_MAX_DEVICES, NULL, 0);
+
+	if (n > TC_MAX_DEVICES)
+		n = TC_MAX_DEVICES;
+	if (n > max)
+		n = max;
+	for (int i = 0; i < n; i++)
+	{
+		size_t		len = strnlen(gpus[i].name, sizeof(gpus[i].name));
+
+		if (len >= sizeof(out[i].name))
+			len = sizeof(out[i].name) - 1;
+		memcpy(out[i].name, gpus[i].name, len);
+		out[i].name[len] = '\0';
+		out[i].device = gpus[i].device;
+		out[i].major = gpus[i].major;
+		out[i].minor = gpus[i].minor;
+		out[i].total_memory = gpus[i].total_memory;
+		out[i].free_memory = gpus[i].free_memory;
+		out[i].sm_count = gpus[i].sm_count;
+	}
+	return n;
 }
 
 void
@@ -525,7 +452,7 @@ tc_join_run(TcJoin *join, const TcSink *sink, TcError *err)
 	{
 		bool		use_gpu;
 
-		if ((st = choose_device(join, &use_gpu, err)) != TC_OK)
+		if ((st = tc_choose_device(join, &use_gpu, err)) != TC_OK)
 			return st;
 		if (use_gpu)
 			return run_gpu(join, err);

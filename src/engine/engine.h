@@ -251,6 +251,27 @@ extern bool tc_overrides_parse(const char *text, TcOverrides *out, char *msg,
  */
 extern double tc_sq_threshold(double eps);
 
+/* A GPU the engine can use, as tc_devices() shows it. */
+typedef struct TcDeviceInfo
+{
+	int			device;			/* CUDA device number */
+	char		name[256];
+	int			major;			/* compute capability */
+	int			minor;
+	size_t		total_memory;	/* bytes */
+	size_t		free_memory;	/* bytes */
+	int			sm_count;
+} TcDeviceInfo;
+
+/* The most GPUs tc_device_list reports. */
+#define TC_MAX_DEVICES 16
+
+/*
+ * The usable GPUs: fills up to max (at most TC_MAX_DEVICES) entries of out
+ * and returns how many it filled; 0 without CUDA or a usable GPU.
+ */
+extern int	tc_device_list(TcDeviceInfo *out, int max);
+
 /* Monotonic clock, in seconds. */
 extern double tc_now(void);
 

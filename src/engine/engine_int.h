@@ -131,24 +131,18 @@ extern void tc_set_error(TcError *err, TcStatus status, const char *fmt,...)
 /*
  * Back ends: set join->backend, join->state and join->nitems.  With
  * allow_brute (method 'auto'), the grid's planner may hand the join to the
- * brute-force back end when its cost model says that is cheaper.
+ * brute-force back end when the cost model (choose.c) says that is cheaper.
  */
 extern TcStatus tc_grid_prepare(TcJoin *join, bool allow_brute, TcError *err);
 extern TcStatus tc_brute_prepare(TcJoin *join, TcError *err);
 
-/* Cost units shared by the planners: roughly nanoseconds on one core. */
-#define TC_COST_PAIR	2.0		/* per candidate pair, besides its dims */
-#define TC_COST_DIM		0.7		/* per dimension of a candidate pair */
-
 /*
- * Choose the grid for this join (grid_plan.c); with allow_brute, plan->brute
- * says the cost model prefers brute force.  May return TC_STOPPED.
+ * Choose the grid for this join (grid_plan.c, with choose.c's cost model);
+ * with allow_brute, plan->brute says the cost model prefers brute force.
+ * May return TC_STOPPED.
  */
 extern TcStatus tc_grid_plan(TcJoin *join, bool allow_brute, TcGridPlan *plan,
 							 TcError *err);
 extern void tc_free_scratch(TcJoin *join);
-
-/* Estimated cost of the brute-force join of join->a with join->b. */
-extern double tc_brute_cost(const TcJoin *join);
 
 #endif							/* TCJOIN_ENGINE_INT_H */

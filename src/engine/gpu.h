@@ -3,7 +3,7 @@
  *		The CUDA back ends behind a plain C interface.
  *
  * The engine (C) plans the join and calls these functions; everything CUDA
- * stays in cuda/.  Built without CUDA (USE_CUDA=0), src/gpu_none.c answers
+ * stays in cuda/.  Built without CUDA (USE_CUDA=0), gpu_none.c answers
  * instead, saying why no GPU is usable.
  *
  * The CUDA runtime is linked statically and first touched by

@@ -1,6 +1,6 @@
 /*
  * gpu_none.c
- *		The GPU interface (cuda/gpu.h) in a build without CUDA: no GPU is
+ *		The GPU interface (gpu.h) in a build without CUDA: no GPU is
  *		ever usable, and the reason says so.
  */
 #include <stdio.h>

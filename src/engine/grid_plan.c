@@ -17,12 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "choose.h"
 #include "engine_int.h"
 
 #define TC_GRID_MAX_CELLS_PER_DIM (1 << 20)
 #define TC_GRID_SAMPLE		1024	/* points sampled for the cost model */
-#define TC_COST_LOOKUP		6.0 /* per neighbour-row probe of a cell */
-#define TC_COST_POINT		40.0	/* per point: keys, sort, copy */
 
 /* Points between two polls of the caller while scanning. */
 #define TC_POLL_POINTS (1 << 18)
@@ -135,11 +134,6 @@ tc_grid_plan(TcJoin *join, bool allow_brute, TcGridPlan *plan, TcError *err)
 	int			kmax = 0;
 	double		hits[TC_GRID_MAX_DIMS + 1] = {0};
 	double		sample_pairs;
-	double		na = (double) join->a.n;
-	double		nb = (double) join->b.n;
-	double		all_pairs = join->self ? na * (na - 1) / 2 : na * nb;
-	double		best_cost;
-	int			best_k = 0;
 	double		reach = (eps > 0x1p-530 ? eps : 0x1p-530) * (1.0 + 1e-8);
 
 	memset(plan, 0, sizeof(*plan));
@@ -205,9 +199,8 @@ tc_grid_plan(TcJoin *join, bool allow_brute, TcGridPlan *plan, TcError *err)
 	}
 
 	/*
-	 * Cost model.  From a sample of pairs, the share that are neighbours on
-	 * the first k grid dimensions estimates the candidates of a k-dim grid;
-	 * probes grow as 3^(k-1) per cell.  k = 0 is brute force.
+	 * For the cost model (choose.c): how many sample pairs are neighbours
+	 * on exactly the first k grid dimensions.
 	 */
 	if (kmax > 0)
 	{
@@ -233,42 +226,14 @@ tc_grid_plan(TcJoin *join, bool allow_brute, TcGridPlan *plan, TcError *err)
 			}
 	}
 	sample_pairs = join->self ? (double) ma * (double) (ma - 1) / 2 : (double) ma * (double) mb;
-	best_cost = allow_brute ? tc_brute_cost(join) : INFINITY;
-	plan->est_candidates = all_pairs;
-	{
-		double		within = sample_pairs;	/* sample pairs neighbouring on k dims */
-		double		cells = 1.0;
-		double		probes = 1.0;
-
-		for (int k = 1; k <= kmax; k++)
-		{
-			double		frac,
-						cost;
-
-			within -= hits[k - 1];
-			cells *= (double) plan->ncell[k - 1];
-			if (k > 1)
-				probes *= 3.0;
-			frac = sample_pairs > 0 ? fmax(within, 0.5) / sample_pairs : 1.0;
-			cost = frac * all_pairs * (TC_COST_PAIR + TC_COST_DIM * d) +
-				fmin(na, cells) * (join->self ? probes / 2 + 1 : probes) * TC_COST_LOOKUP +
-				(na + nb) * (TC_COST_POINT + d);
-			if (cost < best_cost)
-			{
-				best_cost = cost;
-				best_k = k;
-				plan->est_candidates = frac * all_pairs;
-			}
-		}
-	}
+	plan->k = tc_choose_grid_dims(join, plan, kmax, hits, sample_pairs, allow_brute);
 	tc_free_scratch(join);
 
 	/*
-	 * best_k == 0 with a forced grid: no usable dimension (every extent is
+	 * k == 0 with a forced grid: no usable dimension (every extent is
 	 * zero, infinite or under three cells), so one cell holds everything.
 	 */
-	plan->brute = allow_brute && best_k == 0;
-	plan->k = best_k;
+	plan->brute = allow_brute && plan->k == 0;
 	if (plan->k > 0)
 	{
 		/* Key strides: the last grid dimension varies fastest. */

@@ -1,0 +1,41 @@
+/*
+ * choose.h
+ *		The engine's cost models and the choices made from them: the device,
+ *		the GPU's method, the grid's dimensions against brute force.
+ *
+ * Every estimate the engine plans with lives in choose.c, so that the
+ * models can be read, fitted and changed in one place.
+ */
+#ifndef TCJOIN_CHOOSE_H
+#define TCJOIN_CHOOSE_H
+
+#include "engine_int.h"
+
+/*
+ * Where the join runs: *use_gpu is set when it goes to the GPU.  Fails
+ * (with err filled) when tcjoin.device = gpu and the GPU cannot take it.
+ */
+extern TcStatus tc_choose_device(TcJoin *join, bool *use_gpu, TcError *err);
+
+/*
+ * Which GPU path a self-join takes: *fp16_brute for FP16 tensor-core brute
+ * force, else the grid kernel (over one cell for method 'brute').  Where
+ * the choice needed the grid's plan, it is left in *plan and *planned set,
+ * so that the grid path need not plan again.  May return TC_STOPPED.
+ */
+extern TcStatus tc_choose_gpu_method(TcJoin *join, bool *fp16_brute,
+									 TcGridPlan *plan, bool *planned,
+									 TcError *err);
+
+/*
+ * The number of grid dimensions for a CPU join (0: brute force, or one
+ * cell), from the planner's sample: hits[k] sample pairs are neighbours on
+ * exactly the first k of plan's kmax candidate dimensions, out of
+ * sample_pairs.  With allow_brute, brute force competes (k = 0).  Sets
+ * plan->est_candidates for the choice.
+ */
+extern int	tc_choose_grid_dims(const TcJoin *join, TcGridPlan *plan, int kmax,
+								const double *hits, double sample_pairs,
+								bool allow_brute);
+
+#endif							/* TCJOIN_CHOOSE_H */

@@ -1,0 +1,202 @@
+/*
+ * functions.c
+ *		The joins' SQL entry points, tc_selfjoin and tc_join: argument
+ *		checks, then load, run and record.
+ *
+ * Each validates its arguments, loads the vector columns (load.c), runs the
+ * engine (output.c) and returns the pairs in materialize mode, so the
+ * executor's tuplestore spills to disk past work_mem.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "engine.h"
+#include "load.h"
+#include "output.h"
+#include "tcjoin.h"
+
+static TcMethod
+parse_method(const char *name)
+{
+	if (strcmp(name, "auto") == 0)
+		return TC_METHOD_AUTO;
+	if (strcmp(name, "grid") == 0)
+		return TC_METHOD_GRID;
+	if (strcmp(name, "brute") == 0)
+		return TC_METHOD_BRUTE;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown method \"%s\"", name),
+			 errhint("Valid methods are \"auto\", \"grid\" and \"brute\".")));
+	return TC_METHOD_AUTO;		/* keep compiler quiet */
+}
+
+static void
+check_eps(double eps)
+{
+	if (isnan(eps))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("eps must not be NaN")));
+	if (isinf(eps))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("eps must be finite")));
+	if (eps < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("eps must not be negative")));
+}
+
+/* The engine's parameters from the settings and a call's arguments. */
+static void
+join_params(TcJoinParams *params, double eps, bool include_self, bool exact,
+			TcMethod method)
+{
+	memset(params, 0, sizeof(*params));
+	params->eps = eps;
+	params->include_self = include_self;
+	params->exact = exact;
+	params->method = method;
+	params->device = (TcDevice) tc_device_setting;
+	params->tensor_cores = (TcTensorCores) tc_tensor_cores_setting;
+	params->threads = tc_cpu_threads > 0 ? tc_cpu_threads : tc_cpu_count();
+	params->gpu_memory_limit = (size_t) tc_gpu_memory_limit_mb << 20;
+	params->overrides = tc_overrides;
+}
+
+/* A join's own memory context: everything it allocates hangs off it. */
+static MemoryContext
+join_context(void)
+{
+	return AllocSetContextCreate(CurrentMemoryContext, "tcjoin join",
+								 ALLOCSET_DEFAULT_SIZES);
+}
+
+PG_FUNCTION_INFO_V1(tc_selfjoin);
+
+Datum
+tc_selfjoin(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	double		eps;
+	TcJoinParams params;
+	MemoryContext mcxt;
+	TcLoaded	loaded;
+	TcRunStats	rs;
+	double		t0,
+				t1;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	/* As a STRICT function would: no relation, column or eps, no rows. */
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		PG_RETURN_NULL();
+
+	eps = PG_GETARG_FLOAT8(2);
+	check_eps(eps);
+	join_params(&params, eps,
+				PG_ARGISNULL(4) ? false : PG_GETARG_BOOL(4),
+				PG_ARGISNULL(5) ? true : PG_GETARG_BOOL(5),
+				PG_ARGISNULL(6) ? TC_METHOD_AUTO :
+				parse_method(text_to_cstring(PG_GETARG_TEXT_PP(6))));
+
+	mcxt = join_context();
+	t0 = tc_now();
+	tc_load(PG_GETARG_OID(0), NameStr(*PG_GETARG_NAME(1)),
+			PG_ARGISNULL(3) ? NULL : NameStr(*PG_GETARG_NAME(3)), mcxt, &loaded);
+	t1 = tc_now();
+	tc_run_join(&loaded, NULL, &params, rsinfo->setResult, rsinfo->setDesc, mcxt, &rs);
+	tc_record_stats(loaded.points.n, loaded.points.d, eps, &rs, t1 - t0, tc_now() - t0);
+	MemoryContextDelete(mcxt);
+
+	PG_RETURN_NULL();
+}
+
+/* A float4 point set as float8, exactly, so two sets can be joined. */
+static void
+widen(TcLoaded *l, MemoryContext mcxt)
+{
+	Size		count = (Size) l->points.n * (Size) l->points.d;
+	double	   *wide = MemoryContextAllocExtended(mcxt, sizeof(double) * (count > 0 ? count : 1),
+												  MCXT_ALLOC_HUGE);
+	const float *narrow = l->points.data;
+
+	for (Size i = 0; i < count; i++)
+		wide[i] = (double) narrow[i];
+	l->points.data = wide;
+	l->points.type = TC_FLOAT8;
+}
+
+PG_FUNCTION_INFO_V1(tc_join);
+
+/*
+ * Every pair (a, b), a from the first relation and b from the second,
+ * within eps: a cross-match.  The same contract and the same checks as
+ * tc_selfjoin, on each relation.
+ */
+Datum
+tc_join(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	double		eps;
+	TcJoinParams params;
+	MemoryContext mcxt;
+	TcLoaded	a,
+				b;
+	TcRunStats	rs;
+	double		t0,
+				t1;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	/* As a STRICT function would: no relation, column or eps, no rows. */
+	for (int i = 0; i <= 4; i++)
+		if (PG_ARGISNULL(i))
+			PG_RETURN_NULL();
+
+	eps = PG_GETARG_FLOAT8(4);
+	check_eps(eps);
+	if (tc_device_setting == TC_DEVICE_GPU)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("tc_join runs on the CPU only, and tcjoin.device is \"gpu\""),
+				 errhint("Set tcjoin.device to \"auto\" or \"cpu\".")));
+	join_params(&params, eps, false,
+				PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7),
+				PG_ARGISNULL(8) ? TC_METHOD_AUTO :
+				parse_method(text_to_cstring(PG_GETARG_TEXT_PP(8))));
+
+	mcxt = join_context();
+	t0 = tc_now();
+	tc_load(PG_GETARG_OID(0), NameStr(*PG_GETARG_NAME(1)),
+			PG_ARGISNULL(5) ? NULL : NameStr(*PG_GETARG_NAME(5)), mcxt, &a);
+	tc_load(PG_GETARG_OID(2), NameStr(*PG_GETARG_NAME(3)),
+			PG_ARGISNULL(6) ? NULL : NameStr(*PG_GETARG_NAME(6)), mcxt, &b);
+	t1 = tc_now();
+
+	/* Nothing to match on one side: no rows, whatever the other holds. */
+	if (a.points.n > 0 && b.points.n > 0)
+	{
+		if (a.points.d != b.points.d)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("different vector dimensions %d and %d", a.points.d, b.points.d),
+					 errdetail("Vectors of relation \"%s\" have %d dimensions, those of relation \"%s\" have %d.",
+							   a.relname, a.points.d, b.relname, b.points.d)));
+		/* real[] against double precision[]: both as float8, exactly. */
+		if (a.points.type != b.points.type)
+			widen(a.points.type == TC_FLOAT4 ? &a : &b, mcxt);
+		tc_run_join(&a, &b, &params, rsinfo->setResult, rsinfo->setDesc, mcxt, &rs);
+		tc_record_stats(a.points.n + b.points.n, a.points.d, eps, &rs, t1 - t0, tc_now() - t0);
+	}
+	MemoryContextDelete(mcxt);
+
+	PG_RETURN_NULL();
+}

@@ -1,0 +1,140 @@
+/*
+ * module.c
+ *		The tcjoin module: its loading and its settings.
+ *
+ * The settings' values live here; functions.c turns them into a join's
+ * parameters.  tcjoin.dev_overrides is parsed by the engine's own parser
+ * when it is set, so a bad value is refused by SET, never by a later join.
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "fmgr.h"
+#include "utils/guc.h"
+
+#include "engine.h"
+#include "tcjoin.h"
+
+PG_MODULE_MAGIC;
+
+/* Settings. */
+int			tc_device_setting = TC_DEVICE_AUTO;
+int			tc_cpu_threads = 0;
+bool		tc_log_stats = false;
+int			tc_gpu_memory_limit_mb = 0;
+int			tc_tensor_cores_setting = TC_TENSOR_AUTO;
+TcOverrides tc_overrides;		/* tcjoin.dev_overrides, parsed */
+
+static char *tc_dev_overrides = NULL;
+
+static const struct config_enum_entry device_options[] = {
+	{"auto", TC_DEVICE_AUTO, false},
+	{"cpu", TC_DEVICE_CPU, false},
+	{"gpu", TC_DEVICE_GPU, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry tensor_core_options[] = {
+	{"auto", TC_TENSOR_AUTO, false},
+	{"on", TC_TENSOR_ON, false},
+	{"off", TC_TENSOR_OFF, false},
+	{"true", TC_TENSOR_ON, true},
+	{"false", TC_TENSOR_OFF, true},
+	{"yes", TC_TENSOR_ON, true},
+	{"no", TC_TENSOR_OFF, true},
+	{"1", TC_TENSOR_ON, true},
+	{"0", TC_TENSOR_OFF, true},
+	{NULL, 0, false}
+};
+
+void		_PG_init(void);
+
+/*
+ * tcjoin.dev_overrides: parsed by the engine's one parser when set, so that
+ * a bad value is refused by SET, not by a later join.
+ */
+static bool
+check_dev_overrides(char **newval, void **extra, GucSource source)
+{
+	TcOverrides ov;
+	char		msg[256];
+	TcOverrides *copy;
+
+	if (!tc_overrides_parse(*newval, &ov, msg, sizeof(msg)))
+	{
+		GUC_check_errdetail("%s", msg);
+		return false;
+	}
+	copy = (TcOverrides *) malloc(sizeof(TcOverrides));	/* guc.c frees it with free() */
+	if (copy == NULL)
+		return false;
+	*copy = ov;
+	*extra = copy;
+	return true;
+}
+
+static void
+assign_dev_overrides(const char *newval, void *extra)
+{
+	if (extra)
+		tc_overrides = *(TcOverrides *) extra;
+	else
+		memset(&tc_overrides, 0, sizeof(tc_overrides));
+}
+
+void
+_PG_init(void)
+{
+	DefineCustomEnumVariable("tcjoin.device",
+							 "Where joins run: auto (a GPU when usable, else the CPU), cpu or gpu.",
+							 NULL,
+							 &tc_device_setting,
+							 TC_DEVICE_AUTO,
+							 device_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("tcjoin.cpu_threads",
+							"Threads a CPU join computes with; 0 means one per online CPU.",
+							NULL,
+							&tc_cpu_threads,
+							0, 0, 1024,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomBoolVariable("tcjoin.log_stats",
+							 "Report each join's plan, counts and phase timings as an INFO message.",
+							 NULL,
+							 &tc_log_stats,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("tcjoin.gpu_memory_limit",
+							"GPU memory one join may take; 0 means no limit.",
+							NULL,
+							&tc_gpu_memory_limit_mb,
+							0, 0, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomEnumVariable("tcjoin.tensor_cores",
+							 "FP64 tensor cores for a GPU grid join's distance filter: auto (where they pay), on or off.",
+							 "The filter only discards pairs beyond a proven error margin; every returned pair is checked, and its distance computed, exactly.",
+							 &tc_tensor_cores_setting,
+							 TC_TENSOR_AUTO,
+							 tensor_core_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomStringVariable("tcjoin.dev_overrides",
+							   "Developers only: force GPU kernels and paths the engine would not choose.",
+							   "Comma-separated key=value items (docs/developing.md); empty for the engine's own choices.",
+							   &tc_dev_overrides,
+							   "",
+							   PGC_SUSET,
+							   GUC_NOT_IN_SAMPLE,
+							   check_dev_overrides, assign_dev_overrides, NULL);
+	MarkGUCPrefixReserved("tcjoin");
+}

@@ -1,0 +1,197 @@
+/*
+ * stats.c
+ *		What the last join did (tc_last_stats), and the GPUs there are
+ *		(tc_devices).
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+
+#include "engine.h"
+#include "output.h"
+#include "tcjoin.h"
+
+/* What the last join in this backend did, for tc_last_stats(). */
+typedef struct LastStats
+{
+	bool		valid;
+	char		device[16];
+	char		method[16];
+	bool		tensor_cores;
+	char		filter[40];
+	int			threads;
+	int			grid_dims;
+	int			dims[8];
+	int64		n;
+	int			d;
+	double		eps;
+	int64		cells;
+	uint64		candidates;
+	uint64		rechecked;
+	uint64		pairs;
+	double		load_ms;
+	double		index_ms;
+	double		join_ms;
+	double		output_ms;
+	double		total_ms;
+	int			gpu_blocks;		/* GPU brute force: row blocks (0: none ran) */
+	double		auto_grid_ms;	/* auto's cost model on the GPU (0: not asked) */
+	double		auto_brute_ms;
+	char		gpu_kernels[80];	/* GPU brute force: its kernels ("": none ran) */
+	int64		gpu_batches;	/* GPU joins: batches, reruns included (-1: CPU) */
+	int64		gpu_reruns;
+} LastStats;
+
+static LastStats last_stats;
+
+/* Keep a finished join's statistics, and report them if asked to. */
+void
+tc_record_stats(int64 n, int d, double eps, const TcRunStats *rs,
+				double load_s, double total_s)
+{
+	LastStats  *ls = &last_stats;
+
+	memset(ls, 0, sizeof(*ls));
+	ls->valid = true;
+	strlcpy(ls->device, rs->join.device, sizeof(ls->device));
+	strlcpy(ls->method, rs->join.method, sizeof(ls->method));
+	ls->tensor_cores = rs->join.tensor_cores;
+	strlcpy(ls->filter, rs->join.filter ? rs->join.filter : "none", sizeof(ls->filter));
+	ls->threads = rs->join.threads;
+	ls->grid_dims = rs->join.grid_dims;
+	for (int i = 0; i < rs->join.grid_dims && i < 8; i++)
+		ls->dims[i] = rs->join.grid_dim_ids[i] + 1;
+	ls->n = n;
+	ls->d = d;
+	ls->eps = eps;
+	ls->cells = rs->join.cells;
+	ls->candidates = rs->join.candidates;
+	ls->rechecked = rs->join.rechecked;
+	ls->pairs = rs->join.pairs;
+	ls->load_ms = load_s * 1000;
+	ls->index_ms = rs->join.index_seconds * 1000;
+	ls->join_ms = rs->join.join_seconds * 1000;
+	ls->output_ms = rs->output_seconds * 1000;
+	ls->total_ms = total_s * 1000;
+	ls->gpu_blocks = rs->join.gpu_kernel ? rs->join.gpu_blocks : 0;
+	ls->auto_grid_ms = rs->join.auto_grid_seconds * 1000;
+	ls->auto_brute_ms = rs->join.auto_brute_seconds * 1000;
+	ls->gpu_kernels[0] = '\0';
+	if (rs->join.gpu_kernel)
+		snprintf(ls->gpu_kernels, sizeof(ls->gpu_kernels), "%s + %s recheck", rs->join.gpu_kernel,
+				 rs->join.gpu_recheck ? rs->join.gpu_recheck : "no");
+	/* NULL for a CPU join: -1 */
+	ls->gpu_batches = ls->gpu_reruns = -1;
+	if (strcmp(ls->device, "gpu") == 0)
+	{
+		ls->gpu_batches = rs->join.gpu_batches;
+		ls->gpu_reruns = rs->join.gpu_reruns;
+	}
+
+	if (tc_log_stats)
+		ereport(INFO,
+				(errmsg("tcjoin: %s %s%s join of %lld vectors (d=%d), eps %g: %llu pairs from %llu candidates",
+						ls->device, ls->method, ls->tensor_cores ? " (tensor cores)" : "",
+						(long long) ls->n, ls->d, eps,
+						(unsigned long long) ls->pairs,
+						(unsigned long long) ls->candidates),
+				 errdetail("threads %d, grid dimensions %d, cells %lld, rechecked %llu; load %.1f ms, index %.1f ms, join %.1f ms (output %.1f ms), total %.1f ms.",
+						   ls->threads, ls->grid_dims, (long long) ls->cells,
+						   (unsigned long long) ls->rechecked,
+						   ls->load_ms, ls->index_ms, ls->join_ms, ls->output_ms,
+						   ls->total_ms)));
+}
+
+PG_FUNCTION_INFO_V1(tc_last_stats);
+
+Datum
+tc_last_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const LastStats *ls = &last_stats;
+	Datum		values[24];
+	bool		nulls[24] = {0};
+	Datum		dims[8];
+	int			i = 0;
+
+	InitMaterializedSRF(fcinfo, 0);
+	/* An older SQL definition with this library: fail, never misread. */
+	if (rsinfo->setDesc->natts != (int) lengthof(values))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("tc_last_stats() returns %d columns, but this tcjoin library fills %d",
+						rsinfo->setDesc->natts, (int) lengthof(values)),
+				 errhint("Recreate the extension: DROP EXTENSION tcjoin; CREATE EXTENSION tcjoin;")));
+	if (!ls->valid)
+		PG_RETURN_NULL();
+
+	for (int j = 0; j < ls->grid_dims; j++)
+		dims[j] = Int32GetDatum(ls->dims[j]);
+	values[i++] = CStringGetTextDatum(ls->device);
+	values[i++] = CStringGetTextDatum(ls->method);
+	values[i++] = BoolGetDatum(ls->tensor_cores);
+	values[i++] = CStringGetTextDatum(ls->filter);
+	values[i++] = Int32GetDatum(ls->threads);
+	values[i++] = PointerGetDatum(construct_array(dims, ls->grid_dims, INT4OID,
+												  sizeof(int32), true, TYPALIGN_INT));
+	values[i++] = Int64GetDatum(ls->n);
+	values[i++] = Int32GetDatum(ls->d);
+	values[i++] = Float8GetDatum(ls->eps);
+	values[i++] = Int64GetDatum(ls->cells);
+	values[i++] = Int64GetDatum((int64) ls->candidates);
+	values[i++] = Int64GetDatum((int64) ls->rechecked);
+	values[i++] = Int64GetDatum((int64) ls->pairs);
+	values[i++] = Float8GetDatum(ls->load_ms);
+	values[i++] = Float8GetDatum(ls->index_ms);
+	values[i++] = Float8GetDatum(ls->join_ms);
+	values[i++] = Float8GetDatum(ls->output_ms);
+	values[i++] = Float8GetDatum(ls->total_ms);
+	nulls[i] = ls->gpu_blocks == 0;
+	values[i++] = Int32GetDatum(ls->gpu_blocks);
+	/* the model sets both or neither, and its grid estimate is never 0 */
+	nulls[i] = ls->auto_grid_ms == 0;
+	values[i++] = Float8GetDatum(ls->auto_grid_ms);
+	nulls[i] = ls->auto_grid_ms == 0;
+	values[i++] = Float8GetDatum(ls->auto_brute_ms);
+	nulls[i] = ls->gpu_kernels[0] == '\0';
+	values[i++] = CStringGetTextDatum(ls->gpu_kernels);
+	nulls[i] = ls->gpu_batches < 0;
+	values[i++] = Int64GetDatum(ls->gpu_batches);
+	nulls[i] = ls->gpu_reruns < 0;
+	values[i++] = Int64GetDatum(ls->gpu_reruns);
+	Assert(i == lengthof(values));
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	PG_RETURN_NULL();
+}
+
+PG_FUNCTION_INFO_V1(tc_devices);
+
+/* The GPUs this backend can use; no rows where there are none. */
+Datum
+tc_devices(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TcDeviceInfo gpus[TC_MAX_DEVICES];
+	int			n;
+
+	InitMaterializedSRF(fcinfo, 0);
+	n = tc_device_list(gpus, lengthof(gpus));
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[6];
+		bool		nulls[6] = {0};
+
+		values[0] = Int32GetDatum(gpus[i].device);
+		values[1] = CStringGetTextDatum(gpus[i].name);
+		values[2] = CStringGetTextDatum(psprintf("%d.%d", gpus[i].major, gpus[i].minor));
+		values[3] = Int64GetDatum((int64) (gpus[i].total_memory >> 20));
+		values[4] = Int64GetDatum((int64) (gpus[i].free_memory >> 20));
+		values[5] = Int32GetDatum(gpus[i].sm_count);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	PG_RETURN_NULL();
+}

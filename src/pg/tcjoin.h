@@ -1,0 +1,27 @@
+/*
+ * tcjoin.h
+ *		What the extension's PostgreSQL files share: the settings (module.c)
+ *		and the record of the last join (stats.c).
+ */
+#ifndef TCJOIN_TCJOIN_H
+#define TCJOIN_TCJOIN_H
+
+#include "engine.h"
+#include "output.h"
+
+/* Settings, as tcjoin.* sets them. */
+extern int	tc_device_setting;	/* a TcDevice */
+extern int	tc_cpu_threads;
+extern bool tc_log_stats;
+extern int	tc_gpu_memory_limit_mb;
+extern int	tc_tensor_cores_setting;	/* a TcTensorCores */
+extern TcOverrides tc_overrides;	/* tcjoin.dev_overrides, parsed */
+
+/*
+ * Keep what a finished join did for tc_last_stats(); with tcjoin.log_stats,
+ * also report it.  n counts the points of both sets.
+ */
+extern void tc_record_stats(int64 n, int d, double eps, const TcRunStats *rs,
+							double load_s, double total_s);
+
+#endif							/* TCJOIN_TCJOIN_H */
