@@ -90,6 +90,41 @@ struct BatchDev
 
 /* ---------- device code ---------- */
 
+/*
+ * The contract's sum, in float8, index order, nothing contracted, with an
+ * early exit once past thr (partial sums only grow, so it cannot change the
+ * answer); true iff s <= thr.  T: float or double coordinates, widened
+ * exactly.
+ */
+template <typename T>
+__device__ __forceinline__ bool
+contract_within(const T *a, const T *b, int d, double thr, double *s_out)
+{
+	double		s = 0.0;
+	int			k = 0;
+
+	for (; k + 8 <= d; k += 8)
+	{
+#pragma unroll
+		for (int u = 0; u < 8; u++)
+		{
+			double		t = __dsub_rn((double) a[k + u], (double) b[k + u]);
+
+			s = __dadd_rn(s, __dmul_rn(t, t));
+		}
+		if (s > thr)
+			return false;
+	}
+	for (; k < d; k++)
+	{
+		double		t = __dsub_rn((double) a[k], (double) b[k]);
+
+		s = __dadd_rn(s, __dmul_rn(t, t));
+	}
+	*s_out = s;
+	return s <= thr;
+}
+
 __device__ __forceinline__ unsigned int
 lower_bound_key(const unsigned long long *keys, unsigned int n, unsigned long long key)
 {
@@ -834,15 +869,10 @@ tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *param
 		dev_free(g, d_nbr);
 		dev_free(g, d_pq);
 	}
-	unsigned long long *h_bounds = (unsigned long long *) malloc(sizeof(*h_bounds) * nitems + 8);
+	unsigned long long *h_bounds;
 
-	g->h_bounds = h_bounds;
-	if (h_bounds == NULL)
-	{
-		err->status = TC_ERR_NOMEM;
-		snprintf(err->message, sizeof(err->message), "out of memory");
-		return TC_ERR_NOMEM;
-	}
+	if ((st = heap_alloc(g, (void **) &h_bounds, sizeof(*h_bounds) * nitems + 8, err)) != TC_OK)
+		return st;
 	CHECK(cudaMemcpy(h_bounds, d_bounds2, sizeof(*h_bounds) * nitems, cudaMemcpyDeviceToHost));
 	dev_free(g, d_bounds2);
 
