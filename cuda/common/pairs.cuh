@@ -1,8 +1,7 @@
 /*
  * pairs.cuh
- *		The pair records the GPU joins write, the contract's exact sum, and
- *		the warps' staging of pairs into a batch's result buffer.  Device
- *		code, for cuda/ only.
+ *		The pair records the GPU joins write, and the warps' staging of
+ *		pairs into a batch's result buffer.  Device code, for cuda/ only.
  */
 #ifndef TCJOIN_PAIRS_CUH
 #define TCJOIN_PAIRS_CUH
@@ -14,7 +13,6 @@
 #define WARP 32
 #define STAGE 128				/* pairs staged per warp before an append */
 #define FULL_MASK 0xffffffffu
-#define OUT_BATCH 8192			/* pairs per sink->emit */
 
 /* The engine's TcPair, written by the kernel so the host passes it on as is. */
 struct PairDev
@@ -32,44 +30,6 @@ struct StageOf
 	PairDev		pair[N];
 };
 typedef StageOf<STAGE> Stage;
-
-/* ---------- device: the contract, and staging pairs ---------- */
-
-/*
- * The contract's sum, in float8, index order, nothing contracted, with an
- * early exit once past thr (partial sums only grow, so it cannot change the
- * answer); true iff s <= thr.  T: float or double coordinates, widened
- * exactly.
- */
-template <typename T>
-__device__ __forceinline__ bool
-contract_within(const T *a, const T *b, int d, double thr, double *s_out)
-{
-	double		s = 0.0;
-	int			k = 0;
-
-	for (; k + 8 <= d; k += 8)
-	{
-#pragma unroll
-		for (int u = 0; u < 8; u++)
-		{
-			double		t = __dsub_rn((double) a[k + u], (double) b[k + u]);
-
-			s = __dadd_rn(s, __dmul_rn(t, t));
-		}
-		if (s > thr)
-			return false;
-	}
-	for (; k < d; k++)
-	{
-		double		t = __dsub_rn((double) a[k], (double) b[k]);
-
-		s = __dadd_rn(s, __dmul_rn(t, t));
-	}
-	*s_out = s;
-	return s <= thr;
-}
-
 
 /* Append the warp's staged pairs to the batch buffer (warp-uniform call). */
 template <typename S, typename B>

@@ -1,5 +1,5 @@
 /*
- * gpu_device.cu
+ * device.cu
  *		Finding GPUs.  The CUDA runtime is linked statically, so this loads
  *		where no driver is installed; the runtime then reports no device.
  */

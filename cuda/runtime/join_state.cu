@@ -1,6 +1,6 @@
 /*
- * gpu_join.cu
- *		Host code the GPU joins share (see gpu_join.h).
+ * join_state.cu
+ *		Host code the GPU joins share (see join_state.h).
  */
 #include <cuda_runtime.h>
 
@@ -97,6 +97,27 @@ host_alloc(TcGpuJoin *g, void **ptr, size_t bytes, unsigned int flags, TcError *
 	return TC_OK;
 }
 
+TcStatus
+heap_alloc(TcGpuJoin *g, void **ptr, size_t bytes, TcError *err)
+{
+	*ptr = NULL;
+	if (g->nheap >= (int) (sizeof(g->heap) / sizeof(g->heap[0])))
+	{
+		err->status = TC_ERR_INTERNAL;
+		snprintf(err->message, sizeof(err->message), "too many host allocations");
+		return TC_ERR_INTERNAL;
+	}
+	*ptr = malloc(bytes);
+	if (*ptr == NULL)
+	{
+		err->status = TC_ERR_NOMEM;
+		snprintf(err->message, sizeof(err->message), "out of memory");
+		return TC_ERR_NOMEM;
+	}
+	g->heap[g->nheap++] = *ptr;
+	return TC_OK;
+}
+
 /* Ask running kernels to stop at their next work item. */
 void
 request_abort(TcGpuJoin *g)
@@ -134,7 +155,8 @@ tc_gpu_join_free(TcGpuJoin *g)
 		cudaFree(g->dev[i]);
 	for (int i = 0; i < g->nhost; i++)
 		cudaFreeHost(g->host[i]);
-	free(g->h_bounds);
+	for (int i = 0; i < g->nheap; i++)
+		free(g->heap[i]);
 	free(g->out);
 	cudaGetLastError();
 	free(g);

@@ -20,10 +20,12 @@
 /*
  * Pairs reach the host through a ring of pinned chunks, so that copies
  * overlap the sink and pinned memory stays small.  The ring is kept for the
- * process's next join: pinning costs about 0.3 ms per MB.
+ * process's next join: pinning is slow, in proportion to the size pinned.
  */
 #define RING_CHUNK (1u << 19)	/* pairs: 12 MB */
 #define RING_SLOTS 4
+
+#define OUT_BATCH 8192			/* pairs per sink->emit */
 
 struct TcGpuJoin
 {
@@ -55,8 +57,9 @@ struct TcGpuJoin
 	int		   *d_abort;
 	cudaStream_t abort_stream;
 	bool		have_abort_stream;
-	unsigned long long *h_bounds;
-	TcPair	   *out;
+	void	   *heap[4];		/* plain host memory, freed with the join */
+	int			nheap;
+	TcPair	   *out;			/* include_self's (i, i, 0) pairs */
 	TcPair	   *ring;			/* RING_SLOTS x RING_CHUNK pinned pairs */
 	bool		ring_cached;	/* the process's ring, held by this join */
 };
@@ -76,6 +79,8 @@ extern void dev_free(TcGpuJoin *g, void *ptr);
 /* Pinned host memory, freed with the join. */
 extern TcStatus host_alloc(TcGpuJoin *g, void **ptr, size_t bytes, unsigned int flags,
 						   TcError *err);
+/* Plain (pageable) host memory, freed with the join. */
+extern TcStatus heap_alloc(TcGpuJoin *g, void **ptr, size_t bytes, TcError *err);
 /* Ask running kernels to stop at their next work item. */
 extern void request_abort(TcGpuJoin *g);
 /* Wait for a stream or an event, polling the sink about every millisecond. */
