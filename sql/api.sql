@@ -416,7 +416,7 @@ SELECT count(*) FROM pg_namespace WHERE nspname IN ('api', 'api Odd "Schema"; DR
 -- Settings.
 --
 SELECT name, vartype, boot_val, min_val, max_val, enumvals, context
-  FROM pg_settings WHERE name LIKE 'tcjoin.%' ORDER BY name;
+  FROM pg_settings WHERE name LIKE 'tcjoin.%' ORDER BY name COLLATE "C";
 SHOW tcjoin.cpu_threads;
 SHOW tcjoin.log_stats;
 SET tcjoin.log_stats = on;

@@ -326,9 +326,9 @@ join_batches(GridRun *r)
 }
 
 extern "C" TcStatus
-tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params,
-				const TcGridPlan *plan, double thr, const TcSink *sink,
-				TcJoinStats *stats, TcError *err)
+tc_gpu_grid_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params,
+					 const TcGridPlan *plan, double thr, const TcSink *sink,
+					 TcJoinStats *stats, TcError *err)
 {
 	GridRun		r;
 	TcStatus	st;

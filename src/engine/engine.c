@@ -194,8 +194,8 @@ run_gpu(TcJoin *join, TcError *err)
 		return st;
 	if (join->params.method == TC_METHOD_BRUTE)
 		plan.k = 0;				/* one cell: every pair is a candidate */
-	return tc_gpu_selfjoin(&join->gpu, &join->a, &join->params, &plan, join->thr,
-						   join->sink, &join->stats, err);
+	return tc_gpu_grid_selfjoin(&join->gpu, &join->a, &join->params, &plan, join->thr,
+								join->sink, &join->stats, err);
 }
 
 /* Plan and build the index; polls, so a cancel need not wait for it. */

@@ -53,11 +53,11 @@ typedef struct TcGpuJoin TcGpuJoin;
  * still release the GPU with tc_gpu_join_free(*handle).  stats is filled in
  * as the join goes.
  */
-extern TcStatus tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a,
-								const TcJoinParams *params,
-								const TcGridPlan *plan, double thr,
-								const TcSink *sink, TcJoinStats *stats,
-								TcError *err);
+extern TcStatus tc_gpu_grid_selfjoin(TcGpuJoin **handle, const TcPoints *a,
+									 const TcJoinParams *params,
+									 const TcGridPlan *plan, double thr,
+									 const TcSink *sink, TcJoinStats *stats,
+									 TcError *err);
 
 /* The most points FP16 brute force takes (positions are 32-bit; tiles of 128). */
 #define TC_GPU_BRUTE_MAX_N ((int64_t) INT_MAX - 128)
@@ -67,7 +67,7 @@ extern TcStatus tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a,
  * proven error band (fp16_filter.h), then the contract's sum for every pair
  * it keeps.  With params->exact false, FaSTED's approximate semantics
  * instead (the FP16-32 product decides; dist from an FP32 dot).  Handle,
- * sink and stats as for tc_gpu_selfjoin.
+ * sink and stats as for tc_gpu_grid_selfjoin.
  */
 extern TcStatus tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a,
 									  const TcJoinParams *params, double thr,

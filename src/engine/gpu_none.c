@@ -36,9 +36,9 @@ no_gpu(TcGpuJoin **handle, TcError *err)
 }
 
 TcStatus
-tc_gpu_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params,
-				const TcGridPlan *plan, double thr, const TcSink *sink,
-				TcJoinStats *stats, TcError *err)
+tc_gpu_grid_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params,
+					 const TcGridPlan *plan, double thr, const TcSink *sink,
+					 TcJoinStats *stats, TcError *err)
 {
 	(void) a;
 	(void) params;
