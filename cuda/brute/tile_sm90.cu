@@ -265,11 +265,13 @@ wg_side(const BruteDev &g, const float (&d)[128], float (*cq)[2 * BT], const flo
 /*
  * Epilogue: d[nf * 4 + h * 2 + e] is row 64 wgi + 16 (warp % 4) + gr + 8 h
  * of A, column 8 nf + 2 tg + e of B0 B1 (the m16n8 layout per warp).  The
- * pairs the filter keeps go to the candidate list.
+ * pairs the filter keeps go to the candidate list.  g by value: the
+ * compiler then knows that the candidates' stores leave its fields as they
+ * were, and reads them once, as in the kernel itself.
  */
 template <bool APPROX>
 __device__ __forceinline__ void
-wg_epilogue(const BruteDev &g, const BruteBatch &b, const float (&d)[128], float (*cq)[2 * BT],
+wg_epilogue(const BruteDev g, const BruteBatch &b, const float (&d)[128], float (*cq)[2 * BT],
 			const float (&q_r)[2], const float (&rc_r)[2], unsigned int row0, unsigned int bi,
 			const unsigned int (&bj)[2], int tg, int lane, unsigned long long &cand,
 			unsigned long long &rech)
