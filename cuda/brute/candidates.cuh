@@ -12,7 +12,7 @@
 /*
  * The epilogue's second stage: the pairs the filter kept (bits of keep;
  * pos(bit, &i, &j) gives a bit's positions) go to the batch's candidate
- * list, one atomic per warp; recheck_kernel then decides them.  Deciding
+ * list, one atomic per warp; the recheck (recheck.cu) then decides them.  Deciding
  * them here would leave the tensor cores idle while a lane reads two rows
  * of d coordinates from memory.
  */
