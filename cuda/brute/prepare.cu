@@ -1,0 +1,258 @@
+/*
+ * prepare.cu
+ *		The brute force's preparation, on the device: the points' mean (the
+ *		centre), the largest centred coordinate (which fixes the power-of-two
+ *		scale, fp16_filter.h), then per point its FP16 coordinates h (rows
+ *		padded to a multiple of 16 with zeros), and the filter's per-point
+ *		values q and rc (fp16_filter.h), in the order order.cu gives.
+ */
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "brute.h"
+
+/*
+ * Column sums over total into c (atomics: any centre is correct, the mean
+ * is small); x may be one block of the points, total all of them.
+ */
+template <typename T>
+__global__ void
+centre_kernel(const T *x, unsigned int n, int d, double total, double *c)
+{
+	int			k = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (k >= d)
+		return;
+	for (size_t i0 = (size_t) blockIdx.y * 1024; i0 < n; i0 += (size_t) gridDim.y * 1024)
+	{
+		double		s = 0.0;
+
+		for (size_t i = i0; i < n && i < i0 + 1024; i++)
+			s += (double) x[i * d + k];
+		atomicAdd(&c[k], s / total);
+	}
+}
+
+/* The largest |fl(x - c)|, as the bits of a non-negative double. */
+template <typename T>
+__global__ void
+maxabs_kernel(const T *x, unsigned int n, int d, const double *c, unsigned long long *out)
+{
+	size_t		t = (size_t) blockIdx.x * blockDim.x + threadIdx.x;
+	size_t		stride = (size_t) gridDim.x * blockDim.x;
+	double		m = 0.0;
+
+	for (; t < (size_t) n * d; t += stride)
+		m = fmax(m, fabs(__dsub_rn((double) x[t], c[t % d])));
+	for (int off = WARP / 2; off > 0; off /= 2)
+		m = fmax(m, __shfl_down_sync(FULL_MASK, m, off));
+	if (threadIdx.x % WARP == 0)
+		atomicMax(out, (unsigned long long) __double_as_longlong(m));
+}
+
+/* One warp per point: h, q and rc (fp16_filter.h); padding rows are zero. */
+template <typename T>
+__global__ void
+convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int pitch, bool approx,
+			   const double *c, const unsigned int *order, TcF16Plan plan, __half *h,
+			   float *q, float *rc)
+{
+	unsigned int i = (unsigned int) (((size_t) blockIdx.x * blockDim.x + threadIdx.x) / WARP);
+	int			lane = threadIdx.x % WARP;
+	double		hn2 = 0.0,
+				r2 = 0.0,
+				y2 = 0.0,
+				A = 0.0,		/* the prefix bound's (fp16_filter.h), lane 0's */
+				P = 0.0;		/* h^2 of the steps so far */
+	/* the prefix bound's steps (fp16_filter.h) start below K */
+	const int	ksteps = plan.dpad;
+	/* whole warps (the shuffles below), past both the row and the steps */
+	const int	kend = (max(pitch, ksteps) + WARP - 1) / WARP * WARP;
+
+	if (i >= npad)
+		return;
+	for (int k0 = 0; k0 < kend; k0 += WARP)
+	{
+		const int	k = k0 + lane;
+		double		hk = 0.0;
+
+		if (i < n && k < d)
+		{
+			double		sy = __dmul_rn(plan.sigma,
+									   __dsub_rn((double) x[(size_t) order[i] * d + k], c[k]));
+			double		ek;
+
+			hk = tc_f16_round(sy);
+			ek = __dsub_rn(hk, sy);
+			hn2 = __dadd_rn(hn2, __dmul_rn(hk, hk));
+			r2 = __dadd_rn(r2, __dmul_rn(ek, ek));
+			y2 = __dadd_rn(y2, __dmul_rn(sy, sy));
+		}
+		if (k < pitch)
+			h[(size_t) i * pitch + k] = __double2half(hk);	/* exact: hk is an FP16 value */
+		if (plan.prefix)
+		{
+			/* this warp's two steps (lanes 0-15, 16-31): their h^2, then A in order */
+			double		v = __dmul_rn(hk, hk);
+
+			for (int off = 8; off > 0; off /= 2)
+				v += __shfl_xor_sync(FULL_MASK, v, off);
+			for (int half = 0; half < 2; half++)
+				if (k0 + 16 * half < ksteps)
+				{
+					A += P;
+					P += __shfl_sync(FULL_MASK, v, 16 * half);
+				}
+		}
+	}
+	for (int off = WARP / 2; off > 0; off /= 2)
+	{
+		hn2 += __shfl_down_sync(FULL_MASK, hn2, off);
+		r2 += __shfl_down_sync(FULL_MASK, r2, off);
+		y2 += __shfl_down_sync(FULL_MASK, y2, off);
+	}
+	if (lane == 0)
+	{
+		TcF16Point	pt;
+
+		if (i < n)
+		{
+			tc_f16_finish(&plan, d, hn2, r2, y2, A, &pt);
+			q[i] = approx ? (float) (hn2 * 0.5) : pt.q;
+			rc[i] = approx ? 0.0f : pt.rc;
+		}
+		else
+			q[i] = rc[i] = 0.0f;
+	}
+}
+
+/* ---------- host ---------- */
+
+/*
+ * The centre and the power-of-two scale (fp16_filter.h) of all the points:
+ * pass 1 adds the column means, pass 2 takes the largest centred
+ * coordinate, each over blocks of rows (fetch(fetch_arg, b, &rows) puts
+ * block b on the device at bd.x; one block when the points fit).  Both are
+ * global, so every point's q and rc hold against every other, block or no
+ * block.
+ */
+template <typename T>
+static TcStatus
+make_plan_as(TcGpuJoin *g, unsigned int n, int d, int nblocks, BruteFetch fetch, void *fetch_arg,
+			 double thr, BruteDev &bd, TcF16Plan &plan, double **centre, TcError *err)
+{
+	double	   *d_c;
+	unsigned long long *d_max,
+				maxbits = 0;
+	double		maxabs;
+	TcStatus	st;
+	cudaStream_t s = g->stream[0];
+
+	if ((st = dev_alloc(g, (void **) &d_c, sizeof(double) * d, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_max, sizeof(*d_max), err)) != TC_OK)
+		return st;
+	CHECK(cudaMemsetAsync(d_c, 0, sizeof(double) * d, s));
+	CHECK(cudaMemsetAsync(d_max, 0, sizeof(*d_max), s));
+	for (int pass = 0; pass < 2; pass++)
+		for (int b = 0; b < nblocks; b++)
+		{
+			unsigned int rows = 0;
+
+			if (nblocks > 1 && (st = fetch(fetch_arg, b, &rows)) != TC_OK)
+				return st;
+			if (nblocks == 1)
+				rows = n;
+			if (pass == 0)
+				centre_kernel<T><<<dim3((d + 127) / 128, std::min(4096u, (rows + 1023) / 1024)), 128, 0, s>>>(
+					(const T *) bd.x, rows, d, (double) n, d_c);
+			else
+				maxabs_kernel<T><<<1024, 256, 0, s>>>((const T *) bd.x, rows, d, d_c, d_max);
+			CHECK(cudaGetLastError());
+			if (nblocks > 1)
+				CHECK(cudaStreamSynchronize(s));	/* before the next block overwrites it */
+		}
+	CHECK(cudaMemcpyAsync(&maxbits, d_max, sizeof(maxbits), cudaMemcpyDeviceToHost, s));
+	CHECK(cudaStreamSynchronize(s));
+	dev_free(g, d_max);
+	memcpy(&maxabs, &maxbits, sizeof(maxabs));
+	tc_f16_plan(&plan, d, thr, maxabs);
+	/*
+	 * The filter's prefix bound (fp16_filter.h): a narrower band than the
+	 * whole-dot bound's, never wider.  The filter_bound=whole override, for
+	 * measuring and testing, keeps the whole-dot bound (what K > 2^16 gets).
+	 */
+	tc_f16_use_prefix(&plan, !g->ov.whole_dot_bound);
+	if (bd.approx && maxabs > 0.0 && !(maxabs * plan.sigma > 0x1p14))
+		bd.approx = false;		/* too small to scale into FP16's range: exact instead */
+	bd.thr_half = (float) (plan.sigma * plan.sigma * thr * 0.5);
+	bd.inv_sigma = 1.0 / plan.sigma;
+	bd.hpitch = plan.dpad % 512 == 0 ? plan.dpad + 64 : plan.dpad;
+	bd.dpad = plan.dpad;
+	*centre = d_c;
+	return TC_OK;
+}
+
+TcStatus
+brute_make_plan(TcGpuJoin *g, TcElemType type, unsigned int n, int d, int nblocks, BruteFetch fetch,
+				void *fetch_arg, double thr, BruteDev &bd, TcF16Plan &plan, double **centre,
+				TcError *err)
+{
+	return type == TC_FLOAT4 ?
+		make_plan_as<float>(g, n, d, nblocks, fetch, fetch_arg, thr, bd, plan, centre, err) :
+		make_plan_as<double>(g, n, d, nblocks, fetch, fetch_arg, thr, bd, plan, centre, err);
+}
+
+
+/*
+ * The n points at bd.x (npad with the padding), given the plan and the
+ * centre: their order, tile bounds, FP16 rows, q and rc.  The order is
+ * recursive bisection from segments of seg0 tiles (0: all the points), so
+ * that segments given (two blocks of a streamed join) never share a tile.
+ */
+TcStatus
+brute_prepare(TcGpuJoin *g, TcElemType type, unsigned int n, int d, const TcF16Plan &plan,
+			  const double *d_c, unsigned int seg0, BruteDev &bd, unsigned int npad, float **cen,
+			  float **rad, TcJoinStats *stats, TcError *err)
+{
+	__half	   *d_h;
+	float	   *d_q,
+			   *d_rc;
+	unsigned int *d_order;
+	TcStatus	st;
+	cudaStream_t s = g->stream[0];
+	const unsigned int ntiles = npad / BT;
+
+	if ((st = brute_order(g, type, bd.x, n, d, ntiles, seg0, &d_order, stats, err)) != TC_OK)
+		return st;
+	bd.order = d_order;
+	if ((st = brute_tile_bounds(g, type, bd.x, d, d_c, d_order, n, ntiles, cen, rad, err)) != TC_OK)
+		return st;
+
+	/*
+	 * Rows a multiple of 1 KB apart put a tile's 128 rows on few L2 sets
+	 * and memory channels: such rows get 128 bytes more (zeros; make_plan).
+	 */
+	if ((st = dev_alloc(g, (void **) &d_h, sizeof(__half) * (size_t) npad * bd.hpitch, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_q, sizeof(float) * npad, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_rc, sizeof(float) * npad, err)) != TC_OK)
+		return st;
+	if (type == TC_FLOAT4)
+		convert_kernel<float><<<(unsigned int) (((size_t) npad * WARP + 255) / 256), 256, 0, s>>>(
+			(const float *) bd.x, n, npad, d, bd.hpitch, bd.approx, d_c, d_order, plan, d_h, d_q, d_rc);
+	else
+		convert_kernel<double><<<(unsigned int) (((size_t) npad * WARP + 255) / 256), 256, 0, s>>>(
+			(const double *) bd.x, n, npad, d, bd.hpitch, bd.approx, d_c, d_order, plan, d_h, d_q, d_rc);
+	CHECK(cudaGetLastError());
+	CHECK(cudaStreamSynchronize(s));
+
+	bd.h = d_h;
+	bd.q = d_q;
+	bd.rc = d_rc;
+	bd.n = n;
+	bd.ntiles = npad / BT;
+	return TC_OK;
+}
