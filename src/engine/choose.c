@@ -30,8 +30,8 @@
 
 /*
  * auto's cost model on the GPU below TC_GPU_BRUTE_DIMS, in seconds, fitted
- * to an H200 with tensor cores on (docs/performance.md, "auto's choice on
- * the GPU"): the grid costs a start, a share per point and one per
+ * to an H200 with tensor cores on (docs/lab/2026-11-22-auto-cost-model.md):
+ * the grid costs a start, a share per point and one per
  * candidate growing as d^2 (its FP64 tiles); FP16 brute force below 16
  * dimensions costs a start and a share per pair of the triangle, whatever
  * the data (tile pruning is a bonus left out).  The grid's candidates are
