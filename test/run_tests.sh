@@ -80,7 +80,7 @@ step "setup" bash test/setup.sh || finish
 # The server-side suites need the extension built, installed and a server running;
 # the engine tests and test/suites still run if that fails.
 eval "$(bash test/cluster.sh env)"   # PGHOST etc. for pg_regress and the suites
-if step "build" make && step "install" install_ext && step "cluster" bash test/cluster.sh start; then
+if step "build" make -j"$(nproc)" && step "install" install_ext && step "cluster" bash test/cluster.sh start; then
     installcheck
 fi
 if [ -f test/engine/Makefile ]; then
