@@ -76,9 +76,75 @@ GRANT SELECT ON su_result, su_result_3 TO PUBLIC;
 SET ROLE tcjoin_test_nopriv;
 SELECT * FROM tc_selfjoin('pts', 'vec', 1.5);
 SELECT * FROM tc_selfjoin('pts', 'vec', 1.5, 'alt');
+-- This role has run no join: no statistics, not the superuser's.
+SELECT count(*) FROM tc_last_stats();
+RESET ROLE;
 -- A refused join leaves the statistics of the last join alone.
 SELECT n, eps FROM tc_last_stats();
+
+--
+-- tc_last_stats() shows a role only the statistics of its own joins: their
+-- counts describe rows only the role that ran the join may read.  The join
+-- belongs to the user whose rights read the table (current_user), so SET
+-- ROLE, SET SESSION AUTHORIZATION and SECURITY DEFINER functions all count.
+--
+CREATE TABLE secret (id integer PRIMARY KEY, vec float8[]);
+INSERT INTO secret SELECT i, ARRAY[i, 0] FROM generate_series(1, 7) i;
+ALTER TABLE secret OWNER TO tcjoin_test_owner;
+CREATE TABLE open_pts (id integer PRIMARY KEY, vec float8[]);
+INSERT INTO open_pts VALUES (1, '{0,0}'), (2, '{0,1}'), (3, '{5,5}');
+GRANT SELECT ON open_pts TO tcjoin_test_reader, tcjoin_test_owner;
+SET ROLE tcjoin_test_owner;
+SELECT count(*) FROM tc_selfjoin('secret', 'vec', 1.5);
+SELECT n, pairs FROM tc_last_stats();
+SET ROLE tcjoin_test_reader;
+SELECT count(*) FROM secret;
+SELECT count(*) FROM tc_last_stats();
+SET ROLE tcjoin_test_owner;
+SELECT n, pairs FROM tc_last_stats();
+-- The superuser is another user too.
 RESET ROLE;
+SELECT count(*) FROM tc_last_stats();
+-- The reader's own join is the reader's, and the last join of the session.
+SET ROLE tcjoin_test_reader;
+SELECT count(*) FROM tc_selfjoin('open_pts', 'vec', 1.5);
+SELECT n, pairs FROM tc_last_stats();
+SET ROLE tcjoin_test_owner;
+SELECT count(*) FROM tc_last_stats();
+RESET ROLE;
+-- SET SESSION AUTHORIZATION changes the user as SET ROLE does.
+SET SESSION AUTHORIZATION tcjoin_test_owner;
+SELECT count(*) FROM tc_last_stats();
+SELECT count(*) FROM tc_selfjoin('secret', 'vec', 2.5);
+SELECT n, pairs FROM tc_last_stats();
+RESET SESSION AUTHORIZATION;
+SELECT count(*) FROM tc_last_stats();
+-- A SECURITY DEFINER function reads with its owner's rights, so its join is
+-- its owner's: the function sees the statistics, its caller does not.
+CREATE FUNCTION secret_join(eps float8, OUT rows bigint, OUT stats_pairs bigint)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = security, public AS $$
+BEGIN
+    SELECT count(*) INTO rows FROM tc_selfjoin('secret', 'vec', eps);
+    SELECT pairs INTO stats_pairs FROM tc_last_stats();
+END $$;
+CREATE FUNCTION owner_stats(OUT n bigint, OUT pairs bigint) RETURNS SETOF record
+LANGUAGE sql SECURITY DEFINER SET search_path = security, public AS $$
+    SELECT n, pairs FROM tc_last_stats()
+$$;
+ALTER FUNCTION secret_join(float8) OWNER TO tcjoin_test_owner;
+ALTER FUNCTION owner_stats() OWNER TO tcjoin_test_owner;
+GRANT EXECUTE ON FUNCTION secret_join(float8), owner_stats() TO tcjoin_test_reader;
+SET ROLE tcjoin_test_reader;
+SELECT * FROM secret_join(3.5);
+SELECT count(*) FROM tc_last_stats();
+SELECT * FROM owner_stats();
+-- ... and the reader's own join is not the function owner's.
+SELECT count(*) FROM tc_selfjoin('open_pts', 'vec', 1.5);
+SELECT n, pairs FROM tc_last_stats();
+SELECT count(*) FROM owner_stats();
+RESET ROLE;
+DROP FUNCTION secret_join(float8), owner_stats();
+DROP TABLE secret, open_pts;
 
 --
 -- Column privileges: the join reads the id and vector columns, no others.

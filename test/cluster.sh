@@ -2,10 +2,14 @@
 # Throwaway PostgreSQL 15 cluster for tests and the demo.
 #   test/cluster.sh [start|stop|env]
 #   eval "$(test/cluster.sh env)"   # point psql / pg_regress at it
-# Environment: TCJOIN_PGDATA (default /tmp/tcjoin-pg), TCJOIN_PGPORT (default 55432).
+# Environment: TCJOIN_PGDATA (default /tmp/tcjoin-pg), TCJOIN_PGPORT (default 55432),
+# TCJOIN_PGBIN (the server's programs, default /usr/lib/postgresql/15/bin).
+# A running server is reused, unless it listens on another port or its
+# binary was replaced after it started (a package upgrade): then it is
+# restarted.
 set -euo pipefail
 
-BIN=/usr/lib/postgresql/15/bin
+BIN=${TCJOIN_PGBIN:-/usr/lib/postgresql/15/bin}
 PGDATA=${TCJOIN_PGDATA:-/tmp/tcjoin-pg}
 PORT=${TCJOIN_PGPORT:-55432}
 SOCKDIR=/tmp
@@ -25,6 +29,23 @@ else
 fi
 
 running() { as_owner "$BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; }
+
+# Whether $BIN/postgres was put in place after the running postmaster
+# started (postmaster.pid's third line, in seconds since the epoch).  An
+# upgrade of the server package replaces the binary and the libraries beside
+# it, and the old server then fails to load them (plpgsql: "undefined
+# symbol").  The inode's change time tells when: dpkg gives the files the
+# package's own mtimes, older than a server started after the package was
+# built, but a file it writes changes now.  Where the binary is a symbolic
+# link, the link's own change time counts too.
+binary_newer() {
+    local started file link
+    started=$(sed -n 3p "$PGDATA/postmaster.pid" 2>/dev/null) || return 1
+    [[ $started =~ ^[0-9]+$ ]] || return 1
+    file=$(stat -L -c %Z "$BIN/postgres" 2>/dev/null) || return 1
+    link=$(stat -c %Z "$BIN/postgres" 2>/dev/null) || return 1
+    [ "$file" -gt "$started" ] || [ "$link" -gt "$started" ]
+}
 
 start() {
     if [ "$(id -u)" -eq 0 ] && ! id "$OWNER" >/dev/null 2>&1; then
@@ -48,9 +69,14 @@ shared_buffers = 256MB
 max_connections = 20
 timezone = 'UTC'
 CONF
-    # Reuse a running server unless it listens on another port.
+    # Reuse a running server unless it listens on another port or its binary
+    # was replaced after it started.
     if running; then
-        [ "$(sed -n 4p "$PGDATA/postmaster.pid")" = "$PORT" ] && return 0
+        if binary_newer; then
+            echo "cluster.sh: $BIN/postgres changed after the running server started (an upgrade?): restarting it" >&2
+        elif [ "$(sed -n 4p "$PGDATA/postmaster.pid")" = "$PORT" ]; then
+            return 0
+        fi
         as_owner "$BIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null
     fi
     if ! as_owner "$BIN/pg_ctl" -D "$PGDATA" -l "$PGDATA/server.log" -w -t 60 start >/dev/null; then

@@ -8,6 +8,7 @@
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 
@@ -15,10 +16,17 @@
 #include "output.h"
 #include "tcjoin.h"
 
-/* What the last join in this backend did, for tc_last_stats(). */
+/*
+ * What the last join in this backend did, for tc_last_stats().  Its counts
+ * describe rows that only the user whose rights read them may see, so the
+ * record names that user (GetUserId() when the join ran: SET ROLE, SET
+ * SESSION AUTHORIZATION and SECURITY DEFINER functions all change it), and
+ * tc_last_stats() shows it to that user alone.
+ */
 typedef struct LastStats
 {
 	bool		valid;
+	Oid			userid;			/* whose join it was */
 	char		device[16];
 	char		method[16];
 	bool		tensor_cores;
@@ -57,6 +65,7 @@ tc_record_stats(int64 n, int d, double eps, const TcRunStats *rs,
 
 	memset(ls, 0, sizeof(*ls));
 	ls->valid = true;
+	ls->userid = GetUserId();
 	strlcpy(ls->device, rs->join.device, sizeof(ls->device));
 	strlcpy(ls->method, rs->join.method, sizeof(ls->method));
 	ls->tensor_cores = rs->join.tensor_cores;
@@ -126,7 +135,8 @@ tc_last_stats(PG_FUNCTION_ARGS)
 				 errmsg("tc_last_stats() returns %d columns, but this tcjoin library fills %d",
 						rsinfo->setDesc->natts, (int) lengthof(values)),
 				 errhint("Recreate the extension: DROP EXTENSION tcjoin; CREATE EXTENSION tcjoin;")));
-	if (!ls->valid)
+	/* No join yet, or another user's: no row. */
+	if (!ls->valid || ls->userid != GetUserId())
 		PG_RETURN_NULL();
 
 	for (int j = 0; j < ls->grid_dims; j++)
