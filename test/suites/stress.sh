@@ -108,19 +108,20 @@ sample_memory >"$WORK/rss" &
 SAMPLER=$!
 
 echo "pgbench: $CLIENTS sessions, $SECONDS_RUN s, seed $SEED${DEVICE:+, tcjoin.device = $DEVICE}"
-PGOPTIONS="$OPTS" PGAPPNAME=pgbench "$PGBENCH" -n -d "$DB" -c "$CLIENTS" -j 2 -T "$SECONDS_RUN" \
+PGOPTIONS="$OPTS" PGAPPNAME=pgbench "$PGBENCH" -n -c "$CLIENTS" -j 2 -T "$SECONDS_RUN" \
     --random-seed="$SEED" -P 15 \
     -f test/stress/selfjoin.sql@4 -f test/stress/join.sql@3 \
     -f test/stress/errors.sql@2 -f test/stress/timeout.sql@2 \
-    >"$WORK/pgbench.out" 2>"$WORK/pgbench.err"
+    "$DB" >"$WORK/pgbench.out" 2>"$WORK/pgbench.err"
 rc=$?
 kill "$SAMPLER" 2>/dev/null
 wait "$SAMPLER" 2>/dev/null
 SAMPLER=""
 grep -E '^progress:' "$WORK/pgbench.err" | sed 's/^/  /'
 
-# pgbench: a client that hits an error is aborted and says why.
-aborts=$(grep -E 'aborted|server closed|terminat|could not' "$WORK/pgbench.err" | grep -v '^progress:')
+# pgbench: a client that hits an error is aborted and says why, on a line
+# "client N script M aborted in command ...: ERROR: ...".
+aborts=$(grep -E 'client [0-9]+ .*aborted' "$WORK/pgbench.err")
 wrong=$(grep -c 'WRONG ANSWER' <<<"$aborts")
 unexpected=$(grep -v 'WRONG ANSWER' <<<"$aborts" | grep -c .)
 txns=$(awk -F': ' '/^number of transactions actually processed/ { split($2, a, "/"); print a[1] }' "$WORK/pgbench.out")
