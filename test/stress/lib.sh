@@ -11,7 +11,8 @@ q_db() {
 # never touch the database the other suites use.
 fresh_db() {
     local db=$1
-    q_db postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null &&
+    q_db postgres -c "SET client_min_messages = warning" \
+        -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null &&
         q_db postgres -c "CREATE DATABASE $db" >/dev/null &&
         q_db "$db" -c "SET client_min_messages = warning; CREATE EXTENSION tcjoin" >/dev/null
 }
