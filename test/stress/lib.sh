@@ -1,0 +1,53 @@
+# Helpers shared by test/suites/cancel.sh and test/suites/stress.sh; sourced,
+# not run.  They need PGHOST etc. (test/cluster.sh env) in the environment.
+
+# psql on database $1 with the rest as arguments: quiet, unaligned, no psqlrc.
+q_db() {
+    local db=$1; shift
+    psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$db" "$@"
+}
+
+# A fresh database of that name with the extension installed: the suites
+# never touch the database the other suites use.
+fresh_db() {
+    local db=$1
+    q_db postgres -c "SET client_min_messages = warning" \
+        -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null &&
+        q_db postgres -c "CREATE DATABASE $db" >/dev/null &&
+        q_db "$db" -c "SET client_min_messages = warning; CREATE EXTENSION tcjoin" >/dev/null
+}
+
+# The server log, where test/cluster.sh writes it (pg_ctl -l
+# $PGDATA/server.log); empty when it cannot be read from here.
+server_log() {
+    local dir
+    dir=$(q_db postgres -c "SHOW data_directory" 2>/dev/null) || return 0
+    [ -r "$dir/server.log" ] && echo "$dir/server.log"
+}
+
+# Size of a file in bytes (0 when missing): where to start reading new lines.
+log_offset() {
+    [ -n "$1" ] && [ -r "$1" ] && stat -c %s "$1" || echo 0
+}
+
+# Lines written to log $1 since byte offset $2 that tell of a crash: a
+# PANIC, a backend killed by a signal, a crash restart, a segfault.
+crash_lines() {
+    [ -n "$1" ] && [ -r "$1" ] || return 0
+    tail -c +"$(($2 + 1))" "$1" |
+        grep -E 'PANIC|was terminated by signal|terminated by signal|segmentation fault|Segmentation fault|server process .* exited with exit code [^0]|all server processes terminated|database system was interrupted|TRAP:' || true
+}
+
+# The postmaster's start time: a crash restart changes the backends but not
+# this; a restarted server changes it.
+postmaster_start() {
+    q_db postgres -c "SELECT pg_postmaster_start_time()" 2>/dev/null
+}
+
+# Median and maximum of numbers on stdin, one a line: "median max".
+median_max() {
+    sort -g | awk '{ v[NR] = $1 } END {
+        if (NR == 0) { print "- -"; exit }
+        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+        printf "%.0f %.0f\n", m, v[NR] }'
+}
