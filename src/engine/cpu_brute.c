@@ -233,14 +233,27 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 			return;
 		if (state->filter)
 		{
-			bool		go;
+			/*
+			 * Rows by pairs (the filter's own unit, so no verdict
+			 * changes), as many as keep a stop within TC_CHECK_COORDS.
+			 */
+			int64_t		rstep = tc_check_rows((int64_t) bs->cols * d);
 
-			tc_filter_block(state->filter, i0, i1, j0, j1, bs->keep);
-			go = join->a.type == TC_FLOAT4 ?
-				filtered_f4(w, join, bs->keep, i0, i1, j0, j1) :
-				filtered_f8(w, join, bs->keep, i0, i1, j0, j1);
-			if (!go)
-				return;
+			rstep += rstep % 2;
+			for (int64_t r0 = i0; r0 < i1; r0 += rstep)
+			{
+				int64_t		r1 = i1 - r0 > rstep ? r0 + rstep : i1;
+				bool		go;
+
+				if (r0 > i0 && tc_should_stop(join))
+					return;
+				tc_filter_block(state->filter, r0, r1, j0, j1, bs->keep);
+				go = join->a.type == TC_FLOAT4 ?
+					filtered_f4(w, join, bs->keep, r0, r1, j0, j1) :
+					filtered_f8(w, join, bs->keep, r0, r1, j0, j1);
+				if (!go)
+					return;
+			}
 			continue;
 		}
 		load_tile(&join->b, j0, j1, bs);
@@ -251,6 +264,9 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 
 			if (jb >= j1)
 				continue;
+			/* A row meets the tile's cols x d coordinates: d may be huge. */
+			if (tc_should_stop(join))
+				return;
 			w->candidates += (uint64_t) (j1 - jb);
 			if (join->a.type == TC_FLOAT4)
 				for (int k = 0; k < d; k++)

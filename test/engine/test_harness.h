@@ -168,5 +168,6 @@ void		test_sinks(void);			/* test_sinks.c */
 void		test_f16_round(void);		/* test_fp16_filter.c */
 void		test_f16_filter(void);
 void		test_overrides(void);		/* test_overrides.c */
+void		test_cancel(void);			/* test_cancel.c */
 
 #endif							/* TC_TEST_HARNESS_H */
