@@ -33,12 +33,17 @@
 typedef double v4d __attribute__((vector_size(TC_LANES * sizeof(double))));
 typedef long long v4l __attribute__((vector_size(TC_LANES * sizeof(long long))));
 
-/* Per-worker buffers: the transposed tile, then the current row of a. */
+/*
+ * Per-worker buffers: the transposed tile, then the current row of a, or
+ * with the filter only its verdicts.  At most 8 max(TC_TILE_BYTES / 8,
+ * TC_GROUP d) + 8 d + TC_BRUTE_ROWS TC_TILE_MAX_COLS bytes a worker
+ * (README.md, "Memory a join takes").
+ */
 typedef struct BruteScratch
 {
 	int			cols;			/* tile width, a multiple of TC_GROUP */
-	double	   *tile;			/* d x cols */
-	double	   *row;			/* d */
+	double	   *tile;			/* d x cols; NULL with the filter */
+	double	   *row;			/* d; NULL with the filter */
 	uint8_t    *keep;			/* TC_BRUTE_ROWS x cols, the filter's verdicts */
 } BruteScratch;
 
@@ -60,23 +65,27 @@ tile_cols(int d)
 }
 
 static BruteScratch *
-get_scratch(TcWorker *w, int d)
+get_scratch(TcWorker *w, int d, bool filtered)
 {
 	BruteScratch *bs = w->scratch;
 
 	if (bs == NULL)
 	{
 		int			cols = tile_cols(d);
+		/* The filtered path reads the caller's rows: no tile to hold. */
+		size_t		tile = filtered ? 0 : (size_t) d * cols + d;
+		double	   *base;
 
-		bs = malloc(sizeof(BruteScratch) + sizeof(double) * ((size_t) d * cols + d) + 64 +
+		bs = malloc(sizeof(BruteScratch) + sizeof(double) * tile + 64 +
 					(size_t) TC_BRUTE_ROWS * cols);
 		if (bs == NULL)
 			return NULL;
 		bs->cols = cols;
 		/* Vector loads want 32-byte alignment. */
-		bs->tile = (double *) (((uintptr_t) (bs + 1) + 31) & ~(uintptr_t) 31);
-		bs->row = bs->tile + (size_t) d * cols;
-		bs->keep = (uint8_t *) (bs->row + d);
+		base = (double *) (((uintptr_t) (bs + 1) + 31) & ~(uintptr_t) 31);
+		bs->tile = filtered ? NULL : base;
+		bs->row = filtered ? NULL : base + (size_t) d * cols;
+		bs->keep = (uint8_t *) (base + tile);
 		w->scratch = bs;
 	}
 	return bs;
@@ -209,7 +218,7 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 	int64_t		i0 = item * TC_BRUTE_ROWS;
 	int64_t		i1 = i0 + TC_BRUTE_ROWS;
 	int64_t		nb = join->b.n;
-	BruteScratch *bs = get_scratch(w, d);
+	BruteScratch *bs = get_scratch(w, d, state->filter != NULL);
 
 	if (bs == NULL)
 	{
