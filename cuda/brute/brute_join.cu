@@ -551,7 +551,9 @@ BruteRun::join_blocks(void)
 			if ((st = join_set(bj > bi ? B / BT : 0)) != TC_OK)
 				return st;
 			/* the set's batches are drained: its arrays can go */
-			CHECK(cudaDeviceSynchronize());
+			if ((st = gpu_sync(g, g->stream[0], err)) != TC_OK ||
+				(st = gpu_sync(g, g->stream[1], err)) != TC_OK)
+				return st;
 			dev_free(g, (void *) bd.order);
 			dev_free(g, (void *) bd.h);
 			dev_free(g, (void *) bd.q);

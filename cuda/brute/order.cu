@@ -264,8 +264,12 @@ order_as(TcGpuJoin *g, const T *x, unsigned int n, int d, unsigned int ntiles, u
 		CHECK(cub::DeviceSegmentedRadixSort::SortPairs(d_tmp, need, d_key, d_key2, d_order, d_order2,
 													   (int) n, (int) nseg, d_off, d_off + 1, 0, 32, s));
 		std::swap(d_order, d_order2);
+		/* a round at a time: a cancel then waits for one round's sorts, not all */
+		if ((st = gpu_sync(g, s, err)) != TC_OK)
+			return st;
 	}
-	CHECK(cudaStreamSynchronize(s));
+	if ((st = gpu_sync(g, s, err)) != TC_OK)
+		return st;
 	stats->gpu_order_seconds += tc_now() - t_order;
 	if (d_tmp)
 		dev_free(g, d_tmp);

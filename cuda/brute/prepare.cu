@@ -172,11 +172,13 @@ make_plan_as(TcGpuJoin *g, unsigned int n, int d, int nblocks, BruteFetch fetch,
 			else
 				maxabs_kernel<T><<<1024, 256, 0, s>>>((const T *) bd.x, rows, d, d_c, d_max);
 			CHECK(cudaGetLastError());
-			if (nblocks > 1)
-				CHECK(cudaStreamSynchronize(s));	/* before the next block overwrites it */
+			/* before the next block overwrites it */
+			if (nblocks > 1 && (st = gpu_sync(g, s, err)) != TC_OK)
+				return st;
 		}
 	CHECK(cudaMemcpyAsync(&maxbits, d_max, sizeof(maxbits), cudaMemcpyDeviceToHost, s));
-	CHECK(cudaStreamSynchronize(s));
+	if ((st = gpu_sync(g, s, err)) != TC_OK)
+		return st;
 	dev_free(g, d_max);
 	memcpy(&maxabs, &maxbits, sizeof(maxabs));
 	tc_f16_plan(&plan, d, thr, maxabs);
@@ -247,7 +249,8 @@ brute_prepare(TcGpuJoin *g, TcElemType type, unsigned int n, int d, const TcF16P
 		convert_kernel<double><<<(unsigned int) (((size_t) npad * WARP + 255) / 256), 256, 0, s>>>(
 			(const double *) bd.x, n, npad, d, bd.hpitch, bd.approx, d_c, d_order, plan, d_h, d_q, d_rc);
 	CHECK(cudaGetLastError());
-	CHECK(cudaStreamSynchronize(s));
+	if ((st = gpu_sync(g, s, err)) != TC_OK)
+		return st;
 
 	bd.h = d_h;
 	bd.q = d_q;

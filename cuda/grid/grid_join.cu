@@ -103,7 +103,8 @@ build_grid(GridRun *r, const TcGridPlan *plan, double thr)
 		return st;
 	if ((st = grid_build_index(g, r->a, &gd, d_raw, &d_perm, err)) != TC_OK)
 		return st;
-	CHECK(cudaStreamSynchronize(g->stream[0]));
+	if ((st = gpu_sync(g, g->stream[0], err)) != TC_OK)
+		return st;
 	dev_free(g, d_raw);
 
 	/* The kernel writes the caller's indices, through the permutation. */

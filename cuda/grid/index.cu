@@ -122,7 +122,8 @@ build_index(TcGpuJoin *g, const TcPoints *a, GridDev &gd, const T *d_raw,
 	CHECK(cub::DeviceRunLengthEncode::Encode(d_tmp, tmp_bytes, d_keys2, d_keys, d_counts,
 											 d_nruns, n, s));
 	CHECK(cudaMemcpyAsync(&ncells, d_nruns, sizeof(unsigned int), cudaMemcpyDeviceToHost, s));
-	CHECK(cudaStreamSynchronize(s));
+	if ((st = gpu_sync(g, s, err)) != TC_OK)
+		return st;
 	CHECK(cudaMemsetAsync(d_counts + ncells, 0, sizeof(unsigned int), s));
 	tmp_bytes = need;
 	CHECK(cub::DeviceScan::ExclusiveSum(d_tmp, tmp_bytes, d_counts, d_counts, ncells + 1, s));
@@ -213,7 +214,8 @@ grid_bound_totals(TcGpuJoin *g, unsigned long long *per_query, unsigned long lon
 	CHECK(cub::DeviceReduce::Sum(d_tmp, tmp_bytes, cell_bound, cell_bound + ncells, ncells, s));
 	CHECK(cudaMemcpyAsync(max_pq, per_query + ncells, sizeof(*max_pq), cudaMemcpyDeviceToHost, s));
 	CHECK(cudaMemcpyAsync(total_bound, cell_bound + ncells, sizeof(*total_bound), cudaMemcpyDeviceToHost, s));
-	CHECK(cudaStreamSynchronize(s));
+	if ((st = gpu_sync(g, s, err)) != TC_OK)
+		return st;
 	dev_free(g, d_tmp);
 	return TC_OK;
 }
@@ -239,7 +241,8 @@ grid_count_items(TcGpuJoin *g, const GridDev &gd, unsigned long long max_bound,
 		return st;
 	CHECK(cub::DeviceScan::ExclusiveSum(d_tmp, tmp_bytes, item_off, item_off, ncells, s));
 	CHECK(cudaMemcpyAsync(&last_off, item_off + ncells - 1, sizeof(unsigned int), cudaMemcpyDeviceToHost, s));
-	CHECK(cudaStreamSynchronize(s));
+	if ((st = gpu_sync(g, s, err)) != TC_OK)
+		return st;
 	dev_free(g, d_tmp);
 	*nitems = last_off + last_cnt;
 	return TC_OK;
@@ -288,7 +291,8 @@ grid_sort_items(TcGpuJoin *g, const GridDev &gd, const unsigned long long *nbr,
 	tmp_bytes = std::max(tmp_bytes, tmp2);
 	CHECK(cub::DeviceRadixSort::SortPairsDescending(d_tmp, tmp_bytes, d_bounds, d_bounds2,
 													d_item_nq_tmp, d_item_nq, nitems, 0, 64, s));
-	CHECK(cudaStreamSynchronize(s));
+	if ((st = gpu_sync(g, s, err)) != TC_OK)
+		return st;
 	dev_free(g, d_tmp);
 	dev_free(g, d_item_nq_tmp);
 	dev_free(g, d_items);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "gpu.h"
+#include "join_state.h"
 
 static void
 set_reason(char *reason, size_t len, const char *msg)
@@ -30,7 +31,9 @@ tc_gpu_count(char *reason, size_t reasonlen)
 	if (cached_count < 0)
 	{
 		int			n = 0;
-		cudaError_t rc = cudaGetDeviceCount(&n);
+
+		/* The runtime's first call starts the driver, and its threads. */
+		cudaError_t rc = with_signals_blocked([&n] { return cudaGetDeviceCount(&n); });
 
 		cached_reason[0] = '\0';
 		if (rc != cudaSuccess)
@@ -47,6 +50,30 @@ tc_gpu_count(char *reason, size_t reasonlen)
 	if (cached_count == 0)
 		set_reason(reason, reasonlen, cached_reason);
 	return cached_count;
+}
+
+/*
+ * A device's context is created once, with every signal blocked, so that
+ * the threads the driver starts with it never run the host's handlers.
+ */
+cudaError_t
+gpu_open_device(int device)
+{
+	static bool opened[TC_MAX_DEVICES];
+	bool		known = device >= 0 && device < TC_MAX_DEVICES;
+	cudaError_t rc;
+
+	if (known && opened[device])
+		return cudaSetDevice(device);
+	rc = with_signals_blocked([device] {
+		cudaError_t r = cudaSetDevice(device);
+
+		/* cudaFree(0) creates the context where cudaSetDevice does not */
+		return r == cudaSuccess ? cudaFree(0) : r;
+	});
+	if (rc == cudaSuccess && known)
+		opened[device] = true;
+	return rc;
 }
 
 extern "C" int
@@ -69,7 +96,7 @@ tc_gpu_list(TcGpuInfo *out, int max, char *reason, size_t reasonlen)
 		out[i].minor = prop.minor;
 		out[i].total_memory = prop.totalGlobalMem;
 		out[i].sm_count = prop.multiProcessorCount;
-		if (cudaSetDevice(i) == cudaSuccess &&
+		if (gpu_open_device(i) == cudaSuccess &&
 			cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
 			out[i].free_memory = free_b;
 		cudaGetLastError();

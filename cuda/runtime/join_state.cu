@@ -200,6 +200,26 @@ wait_stream(TcGpuJoin *g, cudaStream_t s, const TcSink *sink, TcError *err)
 	return wait_for(g, [s] { return cudaStreamQuery(s); }, "cudaStreamQuery", sink, err);
 }
 
+TcStatus
+gpu_sync(TcGpuJoin *g, cudaStream_t s, TcError *err)
+{
+	return wait_stream(g, s, g->sink, err);
+}
+
+TcStatus
+gpu_poll(TcGpuJoin *g, const TcSink *sink)
+{
+	if (sink->poll == NULL || tc_now() < g->next_poll)
+		return TC_OK;
+	if (sink->poll(sink->arg) != 0)
+	{
+		request_abort(g);
+		return TC_STOPPED;
+	}
+	g->next_poll = tc_now() + 0.001;
+	return TC_OK;
+}
+
 /* Hand the batch's pairs (already in TcPair layout) to the sink. */
 TcStatus
 emit_pairs(const TcPair *pairs, size_t count, const TcSink *sink, TcJoinStats *stats)
@@ -330,21 +350,26 @@ upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
 		/* the slot's last copy has left it */
 		if (k >= RING_SLOTS && (st = wait_event(g, g->ring_ev[slot], sink, err)) != TC_OK)
 			return st;
-		for (int t = 0; t < nth; t++)
-		{
-			size_t		lo = m * t / nth,
-						hi = m * (t + 1) / nth;
+		if ((st = gpu_poll(g, sink)) != TC_OK)
+			return st;
+		with_signals_blocked([&] {
+			for (int t = 0; t < nth; t++)
+			{
+				size_t		lo = m * t / nth,
+							hi = m * (t + 1) / nth;
 
-			/* a thread that cannot start leaves its part to this one (no exception escapes) */
-			try
-			{
-				th[t] = std::thread([=] { memcpy(pin + lo, (const char *) src + off + lo, hi - lo); });
+				/* a thread that cannot start leaves its part to this one (no exception escapes) */
+				try
+				{
+					th[t] = std::thread([=] { memcpy(pin + lo, (const char *) src + off + lo, hi - lo); });
+				}
+				catch (...)
+				{
+					memcpy(pin + lo, (const char *) src + off + lo, hi - lo);
+				}
 			}
-			catch (...)
-			{
-				memcpy(pin + lo, (const char *) src + off + lo, hi - lo);
-			}
-		}
+			return 0;
+		});
 		for (int t = 0; t < nth; t++)
 			if (th[t].joinable())
 				th[t].join();
@@ -352,6 +377,39 @@ upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
 		CHECK(cudaEventRecord(g->ring_ev[slot], s));
 	}
 	return wait_stream(g, s, sink, err);
+}
+
+/*
+ * The join's device, streams, events and abort flag.  Run with every
+ * signal blocked (gpu_join_begin), in case the driver starts a thread for
+ * any of them; it calls no sink.
+ */
+static TcStatus
+open_resources(TcGpuJoin *g, TcError *err)
+{
+	TcStatus	st;
+
+	CHECK(gpu_open_device(g->device));
+	for (int i = 0; i < 2; i++)
+	{
+		CHECK(cudaStreamCreateWithFlags(&g->stream[i], cudaStreamNonBlocking));
+		g->nstreams++;
+	}
+	for (int i = 0; i < 6; i++)
+	{
+		CHECK(cudaEventCreate(&g->kev[i / 3][i % 3]));
+		g->nkev++;
+	}
+	CHECK(cudaEventCreate(&g->kev_base));
+	g->have_kev_base = true;
+	CHECK(cudaStreamCreateWithFlags(&g->abort_stream, cudaStreamNonBlocking));
+	g->have_abort_stream = true;
+	if ((st = host_alloc(g, (void **) &g->h_abort, sizeof(int), cudaHostAllocDefault, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &g->d_abort, sizeof(int), err)) != TC_OK)
+		return st;
+	*g->h_abort = 1;
+	CHECK(cudaMemset(g->d_abort, 0, sizeof(int)));
+	return TC_OK;
 }
 
 TcStatus
@@ -387,26 +445,9 @@ gpu_join_begin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params
 	g->device = 0;
 	g->limit = params->gpu_memory_limit;
 	g->ov = params->overrides;
-	CHECK(cudaSetDevice(g->device));
-	for (int i = 0; i < 2; i++)
-	{
-		CHECK(cudaStreamCreateWithFlags(&g->stream[i], cudaStreamNonBlocking));
-		g->nstreams++;
-	}
-	for (int i = 0; i < 6; i++)
-	{
-		CHECK(cudaEventCreate(&g->kev[i / 3][i % 3]));
-		g->nkev++;
-	}
-	CHECK(cudaEventCreate(&g->kev_base));
-	g->have_kev_base = true;
-	CHECK(cudaStreamCreateWithFlags(&g->abort_stream, cudaStreamNonBlocking));
-	g->have_abort_stream = true;
-	if ((st = host_alloc(g, (void **) &g->h_abort, sizeof(int), cudaHostAllocDefault, err)) != TC_OK ||
-		(st = dev_alloc(g, (void **) &g->d_abort, sizeof(int), err)) != TC_OK)
+	g->sink = sink;
+	if ((st = with_signals_blocked([g, err] { return open_resources(g, err); })) != TC_OK)
 		return st;
-	*g->h_abort = 1;
-	CHECK(cudaMemset(g->d_abort, 0, sizeof(int)));
 	stats->device = "gpu";
 	stats->threads = 1;
 
@@ -428,6 +469,9 @@ gpu_join_begin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params
 			stats->pairs += m;
 			if (sink->emit(sink->arg, g->out, m) != 0)
 				return TC_STOPPED;
+			/* n may be large, and emit need not poll */
+			if ((st = gpu_poll(g, sink)) != TC_OK)
+				return st;
 		}
 	}
 	return TC_OK;

@@ -11,6 +11,9 @@
 
 #include <cuda_runtime.h>
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -59,6 +62,8 @@ struct TcGpuJoin
 	bool		have_abort_stream;
 	void	   *heap[4];		/* plain host memory, freed with the join */
 	int			nheap;
+	const TcSink *sink;			/* polled by waits on the preparation's work */
+	double		next_poll;		/* gpu_poll's next call of sink->poll */
 	TcPair	   *out;			/* include_self's (i, i, 0) pairs */
 	TcPair	   *ring;			/* RING_SLOTS x RING_CHUNK pinned pairs */
 	bool		ring_cached;	/* the process's ring, held by this join */
@@ -70,6 +75,31 @@ struct TcGpuJoin
 		if (rc_ != cudaSuccess) \
 			return gpu_error(err, #call, rc_); \
 	} while (0)
+
+/*
+ * f() with every signal blocked in this thread, then the mask restored.
+ * Threads started inside it (CUDA's own, when the runtime starts and a
+ * device's context is created; the upload's) inherit the full mask, so the
+ * host's handlers (PostgreSQL's) never run on them.  f must not call the
+ * sink: a longjmp would leave the mask blocked.
+ */
+template <typename F>
+static inline auto
+with_signals_blocked(F f) -> decltype(f())
+{
+	sigset_t	all,
+				old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	auto		r = f();
+
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+/* Make device the current one, creating its context with signals blocked. */
+extern cudaError_t gpu_open_device(int device);
 
 /* The CUDA call's name and message into err; returns TC_ERR_GPU. */
 extern TcStatus gpu_error(TcError *err, const char *what, cudaError_t rc);
@@ -86,6 +116,10 @@ extern void request_abort(TcGpuJoin *g);
 /* Wait for a stream or an event, polling the sink about every millisecond. */
 extern TcStatus wait_stream(TcGpuJoin *g, cudaStream_t s, const TcSink *sink, TcError *err);
 extern TcStatus wait_event(TcGpuJoin *g, cudaEvent_t ev, const TcSink *sink, TcError *err);
+/* wait_stream with the join's sink: for the preparation, which has no sink of its own. */
+extern TcStatus gpu_sync(TcGpuJoin *g, cudaStream_t s, TcError *err);
+/* The sink's poll, about every millisecond, from a host loop; TC_STOPPED aborts the kernels. */
+extern TcStatus gpu_poll(TcGpuJoin *g, const TcSink *sink);
 /* Hand pairs (in TcPair layout) to the sink. */
 extern TcStatus emit_pairs(const TcPair *pairs, size_t count, const TcSink *sink,
 						   TcJoinStats *stats);

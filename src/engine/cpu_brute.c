@@ -33,12 +33,17 @@
 typedef double v4d __attribute__((vector_size(TC_LANES * sizeof(double))));
 typedef long long v4l __attribute__((vector_size(TC_LANES * sizeof(long long))));
 
-/* Per-worker buffers: the transposed tile, then the current row of a. */
+/*
+ * Per-worker buffers: the transposed tile, then the current row of a, or
+ * with the filter only its verdicts.  At most 8 max(TC_TILE_BYTES / 8,
+ * TC_GROUP d) + 8 d + TC_BRUTE_ROWS TC_TILE_MAX_COLS bytes a worker
+ * (README.md, "Memory a join takes").
+ */
 typedef struct BruteScratch
 {
 	int			cols;			/* tile width, a multiple of TC_GROUP */
-	double	   *tile;			/* d x cols */
-	double	   *row;			/* d */
+	double	   *tile;			/* d x cols; NULL with the filter */
+	double	   *row;			/* d; NULL with the filter */
 	uint8_t    *keep;			/* TC_BRUTE_ROWS x cols, the filter's verdicts */
 } BruteScratch;
 
@@ -60,23 +65,27 @@ tile_cols(int d)
 }
 
 static BruteScratch *
-get_scratch(TcWorker *w, int d)
+get_scratch(TcWorker *w, int d, bool filtered)
 {
 	BruteScratch *bs = w->scratch;
 
 	if (bs == NULL)
 	{
 		int			cols = tile_cols(d);
+		/* The filtered path reads the caller's rows: no tile to hold. */
+		size_t		tile = filtered ? 0 : (size_t) d * cols + d;
+		double	   *base;
 
-		bs = malloc(sizeof(BruteScratch) + sizeof(double) * ((size_t) d * cols + d) + 64 +
+		bs = malloc(sizeof(BruteScratch) + sizeof(double) * tile + 64 +
 					(size_t) TC_BRUTE_ROWS * cols);
 		if (bs == NULL)
 			return NULL;
 		bs->cols = cols;
 		/* Vector loads want 32-byte alignment. */
-		bs->tile = (double *) (((uintptr_t) (bs + 1) + 31) & ~(uintptr_t) 31);
-		bs->row = bs->tile + (size_t) d * cols;
-		bs->keep = (uint8_t *) (bs->row + d);
+		base = (double *) (((uintptr_t) (bs + 1) + 31) & ~(uintptr_t) 31);
+		bs->tile = filtered ? NULL : base;
+		bs->row = filtered ? NULL : base + (size_t) d * cols;
+		bs->keep = (uint8_t *) (base + tile);
 		w->scratch = bs;
 	}
 	return bs;
@@ -209,7 +218,7 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 	int64_t		i0 = item * TC_BRUTE_ROWS;
 	int64_t		i1 = i0 + TC_BRUTE_ROWS;
 	int64_t		nb = join->b.n;
-	BruteScratch *bs = get_scratch(w, d);
+	BruteScratch *bs = get_scratch(w, d, state->filter != NULL);
 
 	if (bs == NULL)
 	{
@@ -233,14 +242,27 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 			return;
 		if (state->filter)
 		{
-			bool		go;
+			/*
+			 * Rows by pairs (the filter's own unit, so no verdict
+			 * changes), as many as keep a stop within TC_CHECK_COORDS.
+			 */
+			int64_t		rstep = tc_check_rows((int64_t) bs->cols * d);
 
-			tc_filter_block(state->filter, i0, i1, j0, j1, bs->keep);
-			go = join->a.type == TC_FLOAT4 ?
-				filtered_f4(w, join, bs->keep, i0, i1, j0, j1) :
-				filtered_f8(w, join, bs->keep, i0, i1, j0, j1);
-			if (!go)
-				return;
+			rstep += rstep % 2;
+			for (int64_t r0 = i0; r0 < i1; r0 += rstep)
+			{
+				int64_t		r1 = i1 - r0 > rstep ? r0 + rstep : i1;
+				bool		go;
+
+				if (r0 > i0 && tc_should_stop(join))
+					return;
+				tc_filter_block(state->filter, r0, r1, j0, j1, bs->keep);
+				go = join->a.type == TC_FLOAT4 ?
+					filtered_f4(w, join, bs->keep, r0, r1, j0, j1) :
+					filtered_f8(w, join, bs->keep, r0, r1, j0, j1);
+				if (!go)
+					return;
+			}
 			continue;
 		}
 		load_tile(&join->b, j0, j1, bs);
@@ -251,6 +273,9 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 
 			if (jb >= j1)
 				continue;
+			/* A row meets the tile's cols x d coordinates: d may be huge. */
+			if (tc_should_stop(join))
+				return;
 			w->candidates += (uint64_t) (j1 - jb);
 			if (join->a.type == TC_FLOAT4)
 				for (int k = 0; k < d; k++)

@@ -46,9 +46,6 @@ struct TcFilter
 	void	   *blocks[7];		/* every allocation, for freeing */
 };
 
-/* Rows between two polls of the caller while building. */
-#define TC_FILTER_POLL_ROWS 4096
-
 typedef float v8sf __attribute__((vector_size(8 * sizeof(float))));
 
 void
@@ -77,12 +74,14 @@ static bool
 fill(TcJoin *join, const TcPoints *p, const double *mean, int scale, int dp,
 	 float *out, double *norm, double *radius)
 {
+	const int64_t rows = tc_check_rows(p->d);
+
 	for (int64_t i = 0; i < p->n; i++)
 	{
 		float	   *row = out + (size_t) i * dp;
 		double		s = 0;
 
-		if (i % TC_FILTER_POLL_ROWS == 0 && !tc_poll(join))
+		if (i % rows == 0 && !tc_poll(join))
 			return false;
 		for (int k = 0; k < p->d; k++)
 		{
@@ -125,6 +124,7 @@ tc_filter_build(TcJoin *join, TcFilter **slot)
 	int64_t		total = a->n + (b ? b->n : 0);
 	const TcPoints *sets[2] = {a, b};
 	int			nsets = b ? 2 : 1;
+	const int64_t rows = tc_check_rows(d);
 	TcStatus	st;
 
 	*slot = NULL;
@@ -139,18 +139,29 @@ tc_filter_build(TcJoin *join, TcFilter **slot)
 	if (mean == NULL)
 		return TC_ERR_NOMEM;
 
-	/* Mean of everything; the centre need not be exact, only the same for all. */
+	/*
+	 * Mean of everything; the centre need not be exact, only the same for
+	 * all.  Both passes read all n x d coordinates: they poll as they go.
+	 */
 	for (int set = 0; set < nsets; set++)
 		for (int64_t i = 0; i < sets[set]->n; i++)
+		{
+			if (i % rows == 0 && !tc_poll(join))
+				return TC_STOPPED;
 			for (int k = 0; k < d; k++)
 				mean[k] += tc_coord(sets[set], i, k) / (double) total;
+		}
 	for (int k = 0; k < d; k++)
 		if (!isfinite(mean[k]))
 			goto unusable;
 	for (int set = 0; set < nsets; set++)
 		for (int64_t i = 0; i < sets[set]->n; i++)
+		{
+			if (i % rows == 0 && !tc_poll(join))
+				return TC_STOPPED;
 			for (int k = 0; k < d; k++)
 				maxabs = fmax(maxabs, fabs(tc_coord(sets[set], i, k) - mean[k]));
+		}
 	if (!(maxabs > 0) || !isfinite(maxabs))
 		goto unusable;			/* all points equal, or out of range */
 

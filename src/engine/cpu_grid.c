@@ -65,9 +65,6 @@ typedef struct Grid
 	int64_t    *tmp_idx2;
 } Grid;
 
-/* Points between two polls of the caller while building the index. */
-#define TC_POLL_POINTS (1 << 18)
-
 static void
 free_set(GridSet *s)
 {
@@ -129,20 +126,33 @@ radix_sort(TcJoin *join, Grid *g, uint64_t *keys, int64_t *idx, int64_t n,
 	{
 		int64_t		count[257] = {0};
 
-		if (!tc_poll(join))
-			return TC_STOPPED;
-		for (int64_t i = 0; i < n; i++)
-			count[((ks[i] >> shift) & 0xff) + 1]++;
+		/* A pass over a large n takes long: polls within it, by chunks. */
+		for (int64_t c0 = 0; c0 < n; c0 += TC_CHECK_COORDS)
+		{
+			int64_t		c1 = c0 + TC_CHECK_COORDS < n ? c0 + TC_CHECK_COORDS : n;
+
+			if (!tc_poll(join))
+				return TC_STOPPED;
+			for (int64_t i = c0; i < c1; i++)
+				count[((ks[i] >> shift) & 0xff) + 1]++;
+		}
 		if (count[((ks[0] >> shift) & 0xff) + 1] == n)
 			continue;
 		for (int b = 0; b < 256; b++)
 			count[b + 1] += count[b];
-		for (int64_t i = 0; i < n; i++)
+		for (int64_t c0 = 0; c0 < n; c0 += TC_CHECK_COORDS)
 		{
-			int64_t		pos = count[(ks[i] >> shift) & 0xff]++;
+			int64_t		c1 = c0 + TC_CHECK_COORDS < n ? c0 + TC_CHECK_COORDS : n;
 
-			kd[pos] = ks[i];
-			id[pos] = is[i];
+			if (!tc_poll(join))
+				return TC_STOPPED;
+			for (int64_t i = c0; i < c1; i++)
+			{
+				int64_t		pos = count[(ks[i] >> shift) & 0xff]++;
+
+				kd[pos] = ks[i];
+				id[pos] = is[i];
+			}
 		}
 		{
 			uint64_t   *tk = ks;
@@ -176,6 +186,8 @@ build_set(TcJoin *join, Grid *g, const TcPoints *p, GridSet *s)
 	uint64_t	maxkey = 0;
 	int64_t		nc = 0;
 	TcStatus	st;
+	const int64_t key_rows = tc_check_rows(g->p.k);
+	const int64_t copy_rows = tc_check_rows(p->d);
 
 	s->n = n;
 	s->perm = malloc(sizeof(int64_t) * (n > 0 ? n : 1));
@@ -188,7 +200,7 @@ build_set(TcJoin *join, Grid *g, const TcPoints *p, GridSet *s)
 	{
 		uint64_t	key = 0;
 
-		if (i % TC_POLL_POINTS == 0 && !tc_poll(join))
+		if (i % key_rows == 0 && !tc_poll(join))
 			return TC_STOPPED;
 		for (int j = 0; j < g->p.k; j++)
 			key += (uint64_t) tc_cell_coord(&g->p, j, tc_coord(p, i, g->p.dims[j])) * g->p.stride[j];
@@ -201,8 +213,12 @@ build_set(TcJoin *join, Grid *g, const TcPoints *p, GridSet *s)
 		return st;
 
 	for (int64_t i = 0; i < n; i++)
+	{
+		if (i % TC_CHECK_COORDS == 0 && !tc_poll(join))
+			return TC_STOPPED;
 		if (i == 0 || keys[i] != keys[i - 1])
 			nc++;
+	}
 	s->ncells = nc;
 	s->cell_key = malloc(sizeof(uint64_t) * (nc > 0 ? nc : 1));
 	s->cell_start = malloc(sizeof(int64_t) * (nc + 1));
@@ -211,7 +227,7 @@ build_set(TcJoin *join, Grid *g, const TcPoints *p, GridSet *s)
 	nc = 0;
 	for (int64_t i = 0; i < n; i++)
 	{
-		if (i % TC_POLL_POINTS == 0 && !tc_poll(join))
+		if (i % copy_rows == 0 && !tc_poll(join))
 			return TC_STOPPED;
 		if (i == 0 || keys[i] != keys[i - 1])
 		{
@@ -241,7 +257,7 @@ build_offsets(Grid *g, bool self)
 }
 
 /* Work items of at most TC_GRID_ITEM_POINTS points of a. */
-static bool
+static TcStatus
 build_items(TcJoin *join, Grid *g)
 {
 	const GridSet *s = &g->a;
@@ -251,10 +267,13 @@ build_items(TcJoin *join, Grid *g)
 
 	g->items = malloc(sizeof(GridItem) * cap);
 	if (g->items == NULL)
-		return false;
-	while (c < s->ncells)
+		return TC_ERR_NOMEM;
+	for (int64_t iter = 0; c < s->ncells; iter++)
 	{
 		int64_t		size = s->cell_start[c + 1] - s->cell_start[c];
+
+		if (iter % TC_CHECK_COORDS == 0 && !tc_poll(join))
+			return TC_STOPPED;
 
 		if (size > TC_GRID_ITEM_POINTS)
 		{
@@ -288,12 +307,14 @@ build_items(TcJoin *join, Grid *g)
 		}
 	}
 	join->nitems = n;
-	return true;
+	return TC_OK;
 }
 
 /*
  * Points i in [i0, i1) of a against points [j0, j1) of b; tri: a self-join
- * within one cell, only j > i.  Returns false to stop.
+ * within one cell, only j > i.  Returns false to stop.  A cell may hold
+ * most of the data and yield no pair, so the stop flag is read every
+ * TC_CHECK_COORDS coordinates, not only when a batch fills.
  */
 #define TC_DEFINE_GRID_BLOCK(NAME, ELEM, WITHIN) \
 static bool \
@@ -305,6 +326,7 @@ NAME(TcWorker *w, const TcJoin *join, const Grid *g, int64_t i0, int64_t i1, \
 	const GridSet *bs = join->self ? &g->a : &g->b; \
 	const ELEM *B = (const ELEM *) bs->pts; \
 	const double thr = join->thr; \
+	const int64_t step = tc_check_rows(d); \
 	\
 	for (int64_t i = i0; i < i1; i++) \
 	{ \
@@ -313,13 +335,20 @@ NAME(TcWorker *w, const TcJoin *join, const Grid *g, int64_t i0, int64_t i1, \
 		\
 		if (jb < j1) \
 			w->candidates += (uint64_t) (j1 - jb); \
-		for (int64_t j = jb; j < j1; j++) \
+		for (int64_t jc = jb; jc < j1; jc += step) \
 		{ \
-			double		dist; \
+			int64_t		je = j1 - jc > step ? jc + step : j1; \
 			\
-			if (WITHIN(ai, B + j * d, d, thr, &dist) && \
-				!tc_emit(w, g->a.perm[i], bs->perm[j], dist)) \
+			if (tc_should_stop(join)) \
 				return false; \
+			for (int64_t j = jc; j < je; j++) \
+			{ \
+				double		dist; \
+				\
+				if (WITHIN(ai, B + j * d, d, thr, &dist) && \
+					!tc_emit(w, g->a.perm[i], bs->perm[j], dist)) \
+					return false; \
+			} \
 		} \
 	} \
 	return true; \
@@ -353,6 +382,19 @@ lower_bound(const GridSet *s, int64_t lo, uint64_t key)
 			hi = mid;
 	}
 	return lo;
+}
+
+/*
+ * A cursor moved to the first cell with key >= key: a few steps, then a
+ * search, so that skipping many cells of b costs a logarithm, not a walk.
+ */
+static int64_t
+advance(const GridSet *s, int64_t from, int64_t key)
+{
+	for (int step = 0; step < 8; step++, from++)
+		if (from >= s->ncells || (int64_t) s->cell_key[from] >= key)
+			return from;
+	return lower_bound(s, from, key > 0 ? (uint64_t) key : 0);
 }
 
 static void
@@ -425,8 +467,7 @@ grid_run_item(TcJoin *join, TcWorker *w, int64_t item)
 				continue;
 			lo_key = key + g->off_delta[o] - (cc[last] > 0 ? 1 : 0);
 			hi_key = key + g->off_delta[o] + (cc[last] + 1 < g->p.ncell[last] ? 1 : 0);
-			while (cursor[o] < bs->ncells && (int64_t) bs->cell_key[cursor[o]] < lo_key)
-				cursor[o]++;
+			cursor[o] = advance(bs, cursor[o], lo_key);
 			for (int64_t p = cursor[o];
 				 p < bs->ncells && (int64_t) bs->cell_key[p] <= hi_key; p++)
 				if (!grid_block(w, join, g, i0, i1, bs->cell_start[p],
@@ -467,8 +508,14 @@ tc_grid_prepare(TcJoin *join, bool allow_brute, TcError *err)
 			goto nomem;
 		return st;
 	}
-	if ((g->p.k > 0 && !build_offsets(g, join->self)) || !build_items(join, g))
+	if (g->p.k > 0 && !build_offsets(g, join->self))
 		goto nomem;
+	if ((st = build_items(join, g)) != TC_OK)
+	{
+		if (st == TC_ERR_NOMEM)
+			goto nomem;
+		return st;
+	}
 
 	join->stats.grid_dims = g->p.k;
 	for (int j = 0; j < g->p.k; j++)

@@ -8,9 +8,9 @@
  * so a longjmp out of a callback leaves nothing locked and
  * tc_join_destroy can always stop and join the workers.
  */
-#include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +153,14 @@ tc_join_create(const TcPoints *a, const TcPoints *b, const TcJoinParams *params,
 	join->params = *params;
 	if (join->params.threads < 1)
 		join->params.threads = 1;
+
+	/*
+	 * No more threads than CPUs: more add no speed, only their batches and
+	 * scratch, so a join's own memory is bounded by the CPU count whatever
+	 * the setting (README.md, "Memory a join takes").
+	 */
+	if (join->params.threads > tc_cpu_count())
+		join->params.threads = tc_cpu_count();
 	join->thr = tc_sq_threshold(params->eps);
 	atomic_init(&join->next_item, 0);
 	atomic_init(&join->stop, false);
@@ -394,7 +402,10 @@ setup_workers(TcJoin *join, TcError *err)
 	}
 	join->sync_init = true;
 
-	/* Two batches per worker in flight plus two being drained. */
+	/*
+	 * Two batches per worker in flight plus two being drained: with at most
+	 * tc_cpu_count() workers, at most (2 CPUs + 2) x sizeof(TcBatch).
+	 */
 	join->nbatches = 2 * nworkers + 2;
 	join->all_batches = calloc(join->nbatches, sizeof(TcBatch *));
 	join->workers = calloc(nworkers, sizeof(TcWorker));
@@ -428,12 +439,42 @@ nomem:
 	return TC_ERR_NOMEM;
 }
 
+/*
+ * Start the workers with every signal blocked, so that the host's handlers
+ * (PostgreSQL's) run only on its own thread.  Blocked in this thread around
+ * pthread_create, so a new thread inherits the mask and no signal can land
+ * on it before it could block them itself.  Returns how many started; *rc
+ * is the error of the first that could not.
+ */
+static int
+start_workers(TcJoin *join, int *rc)
+{
+	sigset_t	all,
+				old;
+	int			started = 0;
+
+	*rc = 0;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int i = 0; i < join->nworkers; i++)
+	{
+		if ((*rc = pthread_create(&join->workers[i].thread, NULL, worker_main,
+								  &join->workers[i])) != 0)
+			break;
+		join->workers[i].started = true;
+		started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return started;
+}
+
 TcStatus
 tc_join_run(TcJoin *join, const TcSink *sink, TcError *err)
 {
 	TcStatus	st;
 	double		t0;
-	int			started = 0;
+	int			started;
+	int			rc;
 	bool		stopped = false;
 
 	if (err)
@@ -468,18 +509,11 @@ tc_join_run(TcJoin *join, const TcSink *sink, TcError *err)
 	if (st != TC_OK)
 		return st;
 
-	for (int i = 0; i < join->nworkers; i++)
-	{
-		if (pthread_create(&join->workers[i].thread, NULL, worker_main,
-						   &join->workers[i]) != 0)
-			break;
-		join->workers[i].started = true;
-		started++;
-	}
+	started = start_workers(join, &rc);
 	if (started == 0)
 	{
 		tc_set_error(err, TC_ERR_INTERNAL, "could not start a worker thread: %s",
-					 strerror(errno));
+					 strerror(rc));
 		return TC_ERR_INTERNAL;
 	}
 	if (started < join->nworkers)

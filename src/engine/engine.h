@@ -108,7 +108,8 @@ typedef struct TcJoinParams
 	TcTensorCores tensor_cores; /* GPU only; the CPU ignores it */
 	bool		exact;			/* false: approximate arithmetic allowed */
 	bool		include_self;	/* self-join only: also emit (i, i, 0) */
-	int			threads;		/* CPU compute threads, >= 1 */
+	int			threads;		/* CPU compute threads, >= 1; at most
+								 * tc_cpu_count() are used */
 	size_t		gpu_memory_limit;	/* bytes a GPU join may take; 0: no limit */
 	size_t		gpu_result_pairs;	/* GPU result buffer, in pairs; 0: default */
 	TcOverrides overrides;		/* developers' only; zero for users */

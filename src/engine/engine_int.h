@@ -112,9 +112,24 @@ tc_emit(TcWorker *w, int64_t a, int64_t b, double dist)
 }
 
 static inline bool
-tc_should_stop(TcJoin *join)
+tc_should_stop(const TcJoin *join)
 {
 	return atomic_load_explicit(&join->stop, memory_order_relaxed);
+}
+
+/*
+ * Coordinate operations between two looks at the stop flag (a worker) or
+ * two polls (the caller's thread): a few milliseconds of work, so that a
+ * stop is answered well within a second however large a work item or the
+ * data, while a relaxed load or a poll costs nothing against it.
+ */
+#define TC_CHECK_COORDS (INT64_C(1) << 22)
+
+/* Rows of `width` coordinate operations each between two checks (>= 1). */
+static inline int64_t
+tc_check_rows(int64_t width)
+{
+	return width >= TC_CHECK_COORDS ? 1 : TC_CHECK_COORDS / (width > 0 ? width : 1);
 }
 
 /*

@@ -23,9 +23,6 @@
 #define TC_GRID_MAX_CELLS_PER_DIM (1 << 20)
 #define TC_GRID_SAMPLE		1024	/* points sampled for the cost model */
 
-/* Points between two polls of the caller while scanning. */
-#define TC_POLL_POINTS (1 << 18)
-
 /* Per-dimension extent and sample variance. */
 typedef struct DimInfo
 {
@@ -67,9 +64,11 @@ cmp_var_desc(const void *x, const void *y)
 static bool
 extent(TcJoin *join, const TcPoints *p, DimInfo *di, bool first)
 {
+	const int64_t rows = tc_check_rows(p->d);
+
 	for (int64_t i = 0; i < p->n; i++)
 	{
-		if (i % TC_POLL_POINTS == 0 && !tc_poll(join))
+		if (i % rows == 0 && !tc_poll(join))
 			return false;
 		for (int j = 0; j < p->d; j++)
 		{
@@ -158,6 +157,9 @@ tc_grid_plan(TcJoin *join, bool allow_brute, TcGridPlan *plan, TcError *err)
 		double		mean = 0,
 					m2 = 0;
 
+		/* d may be large: the sample's columns are n x d's too. */
+		if (j % tc_check_rows(ma) == 0 && !tc_poll(join))
+			return TC_STOPPED;
 		for (int64_t i = 0; i < ma; i++)
 		{
 			double		x = tc_coord(&join->a, sa[i], j);

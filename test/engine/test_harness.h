@@ -168,5 +168,8 @@ void		test_sinks(void);			/* test_sinks.c */
 void		test_f16_round(void);		/* test_fp16_filter.c */
 void		test_f16_filter(void);
 void		test_overrides(void);		/* test_overrides.c */
+void		test_cancel(void);			/* test_cancel.c */
+void		test_signals(void);			/* test_threads.c */
+void		test_thread_cap(void);
 
 #endif							/* TC_TEST_HARNESS_H */

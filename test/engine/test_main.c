@@ -20,7 +20,7 @@
  *	 TC_TEST_SECTIONS comma-separated sections to run (default all): basics,
  *					sq_threshold, invalid, tiny, dims, distributions,
  *					two-sets, large, sinks, random, fp16-round,
- *					fp16-filter, overrides.
+ *					fp16-filter, overrides, cancel, signals, threads.
  */
 #include "test_harness.h"
 
@@ -59,6 +59,9 @@ static const struct
 	{"fp16-round", test_f16_round},
 	{"fp16-filter", test_f16_filter},
 	{"overrides", test_overrides},
+	{"cancel", test_cancel},
+	{"signals", test_signals},
+	{"threads", test_thread_cap},
 };
 
 static uint64_t
