@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Reliability on a GPU machine (docs/reliability.md): builds and installs
+# the extension, then
+#   --stress     8 sessions under pgbench on the GPU (test/suites/stress.sh
+#                with STRESS_DEVICE=gpu), the GPU's memory before and after
+#                and the processes holding it once every session has ended;
+#   --cancel     cancel through SQL in every phase of a GPU join
+#                (test/gpu/cancel_gpu.sh);
+#   --sanitize   compute-sanitizer's memcheck, racecheck and synccheck over
+#                the GPU-against-CPU cases (SANITIZE_SECONDS each);
+#   --threads    every thread of a process that ran a GPU join has all
+#                signals blocked, but the caller's.
+# With no option, all four.  Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/tcjoin-gpu-out}
+mkdir -p "$OUT"
+STRESS= CANCEL= SANITIZE= THREADS=
+for a in "$@"; do
+    case $a in
+        --stress) STRESS=1 ;; --cancel) CANCEL=1 ;; --sanitize) SANITIZE=1 ;; --threads) THREADS=1 ;;
+        *) echo "unknown option $a"; exit 2 ;;
+    esac
+done
+[ $# -eq 0 ] && STRESS=1 CANCEL=1 SANITIZE=1 THREADS=1
+PASSED=0 FAILED=0
+add_counts() {
+    local line
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" 2>/dev/null | tail -1)
+    if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        PASSED=$((PASSED + BASH_REMATCH[1])) FAILED=$((FAILED + BASH_REMATCH[2]))
+    else
+        FAILED=$((FAILED + 1))
+    fi
+}
+gpu_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
+
+if [ -f .device/pg-up.sh ] && ! command -v pg_config >/dev/null; then
+    . .device/pg-up.sh .device/pg15-portable.tar.xz
+fi
+echo "== build"
+if ! make -j"$(nproc)" USE_CUDA=1 >"$OUT/build.log" 2>&1 || ! make install >>"$OUT/build.log" 2>&1; then
+    tail -30 "$OUT/build.log"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+if [ -n "$STRESS" ]; then
+    echo "== 8 sessions under pgbench on the GPU"
+    before=$(gpu_used)
+    STRESS_DEVICE=gpu STRESS_SECONDS=${STRESS_SECONDS:-90} test/suites/stress.sh >"$OUT/stress.log" 2>&1
+    sleep 1
+    after=$(gpu_used)
+    apps=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l)
+    grep -vE '^ok ' "$OUT/stress.log" | tail -30
+    add_counts "$OUT/stress.log"
+    echo "GPU memory used: $before MiB before, $after MiB after; processes holding the GPU after: $apps"
+    if [ "$after" -le $((before + 64)) ] && [ "$apps" -eq 0 ]; then PASSED=$((PASSED + 1))
+    else echo "FAILED GPU memory or contexts left after the sessions ended"; FAILED=$((FAILED + 1)); fi
+fi
+
+if [ -n "$CANCEL" ]; then
+    echo "== cancel on the GPU"
+    test/gpu/cancel_gpu.sh >"$OUT/cancel_gpu.log" 2>&1
+    grep -vE '^ok ' "$OUT/cancel_gpu.log" | tail -30
+    add_counts "$OUT/cancel_gpu.log"
+fi
+
+if [ -n "$THREADS" ] || [ -n "$SANITIZE" ]; then
+    make -C test/bench USE_CUDA=1 tcbench gpu_vs_cpu >"$OUT/bench-build.log" 2>&1 || tail -20 "$OUT/bench-build.log"
+fi
+
+if [ -n "$THREADS" ]; then
+    echo "== signals blocked in every thread of a process that ran GPU joins"
+    # a long join in the background; its threads' masks read from /proc meanwhile
+    test/bench/tcbench --gen gauss --n 400000 --d 128 --neighbours 64 --method brute --device gpu \
+        --sink count --reps 20 >/dev/null 2>&1 &
+    pid=$!
+    sleep 4
+    open=0 threads=0
+    for st in /proc/$pid/task/*/status; do
+        [ "$(basename "$(dirname "$st")")" = "$pid" ] && continue	# the caller's own thread
+        threads=$((threads + 1))
+        blk=$(awk '/^SigBlk/ { print $2 }' "$st")
+        # all blocked but SIGKILL, SIGSTOP and glibc's two own (32, 33), which no mask holds
+        [ $((0x$blk | 0x0000000180040100)) -eq -1 ] || {
+            open=$((open + 1)); echo "thread $(basename "$(dirname "$st")"): SigBlk $blk"; }
+    done
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    if [ "$threads" -gt 0 ] && [ "$open" -eq 0 ]; then
+        echo "ok     $threads threads besides the caller's, every one with all signals blocked"; PASSED=$((PASSED + 1))
+    else
+        echo "FAILED $open of $threads threads with signals open"; FAILED=$((FAILED + 1))
+    fi
+fi
+
+if [ -n "$SANITIZE" ]; then
+    for tool in memcheck racecheck synccheck; do
+        echo "== compute-sanitizer --tool $tool over the GPU-against-CPU cases"
+        timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
+            test/bench/gpu_vs_cpu --quick --seconds "${SANITIZE_SECONDS:-30}" >"$OUT/sanitize-$tool.log" 2>&1
+        rc=$?
+        grep -E 'ERROR SUMMARY|passed, [0-9]+ failed|time is up' "$OUT/sanitize-$tool.log" | tail -4
+        add_counts "$OUT/sanitize-$tool.log"
+        if [ "$rc" -eq 99 ] || grep -qE 'ERROR SUMMARY: [1-9]' "$OUT/sanitize-$tool.log"; then
+            grep -m 20 -E '=========' "$OUT/sanitize-$tool.log"
+            echo "FAILED compute-sanitizer $tool found errors"; FAILED=$((FAILED + 1))
+        fi
+    done
+fi
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
