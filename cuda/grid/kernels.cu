@@ -384,7 +384,12 @@ join_tc_kernel(GridDev g, BatchDev b)
 						if (valid)
 						{
 							cand++;
-							if (stc <= lim)
+							/*
+							 * Dropped only where proven beyond: a norm or dot
+							 * that overflowed (coordinates near float8's
+							 * limits) gives NaN, and such a pair is checked.
+							 */
+							if (!(stc > lim))
 							{
 								rech++;
 								hit = contract_within(g.pts + (size_t) q * d, g.pts + (size_t) j * d, d, g.thr, &s);

@@ -39,6 +39,10 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 [ -n "${PGPORT:-}" ] || eval "$(bash test/cluster.sh env)"
 . test/stress/lib.sh
+# column(1) where the machine has it, else the rows as they are
+tabulate() {
+    if command -v column >/dev/null; then column -t "$@"; else cat; fi
+}
 
 DB=${STRESS_DB:-tcjoin_stress}
 SECONDS_RUN=${STRESS_SECONDS:-75}
@@ -225,7 +229,7 @@ grep -E '^SQL script [0-9]+:|^ - [0-9]+ transactions' "$WORK/pgbench.out" |
 echo "  wrong answers: $wrong; unexpected errors (aborted clients): $unexpected; crashes: $([ -z "$crashes" ] && echo 0 || grep -c . <<<"$crashes")"
 echo
 echo "Checked joins (rows against plain SQL), by kind and dimension:"
-q_db "$DB" -P footer=off -A -F '|' <<'SQL' | column -t -s '|' | sed 's/^/  /'
+q_db "$DB" -P footer=off -A -F '|' <<'SQL' | tabulate -s '|' | sed 's/^/  /'
 SELECT 'kind', 'd', 'joins', 'auto', 'grid', 'brute', 'real', 'float8', 'mixed', 'pairs', 'device'
 UNION ALL
 SELECT * FROM (
@@ -241,7 +245,7 @@ SELECT * FROM (
 SQL
 echo
 echo "Errors on purpose and timeouts:"
-q_db "$DB" -P footer=off -A -F '|' <<'SQL' | column -t -s '|' | sed 's/^/  /'
+q_db "$DB" -P footer=off -A -F '|' <<'SQL' | tabulate -s '|' | sed 's/^/  /'
 SELECT 'kind', 'outcome', 'n', 'median_ms', 'worst_ms'
 UNION ALL
 SELECT * FROM (
@@ -257,7 +261,7 @@ echo "last quarter of its transactions and the largest; resident anonymous memor
 echo "of the samples in the second and the last quarter of the run and the largest:"
 join -a 1 -e - -o 0,1.2,1.3,1.4,1.5,2.2,2.3,2.4 <(sort "$WORK/ctx") <(sort "$WORK/rss.sum") |
     sort -n | awk 'BEGIN { print "pid txns ctx_q1 ctx_q4 ctx_max rss_q2 rss_q4 rss_max" } { print }' |
-    column -t | sed 's/^/  /'
+    tabulate | sed 's/^/  /'
 [ -n "${STRESS_OUT:-}" ] && q_db "$DB" -c "COPY stress_log TO STDOUT WITH (FORMAT csv, HEADER)" >"$WORK/stress_log.csv"
 q_db postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
 finish
