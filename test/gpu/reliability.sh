@@ -7,7 +7,8 @@
 #   --cancel     cancel through SQL in every phase of a GPU join
 #                (test/gpu/cancel_gpu.sh);
 #   --sanitize   compute-sanitizer's memcheck, racecheck and synccheck over
-#                the GPU-against-CPU cases (SANITIZE_SECONDS each);
+#                the GPU-against-CPU cases (SANITIZE_SECONDS of cases each,
+#                cut at SANITIZE_TIMEOUT);
 #   --threads    every thread of a process that ran a GPU join has all
 #                signals blocked, but the caller's.
 # With no option, all four.  Ends with "N passed, N failed".
@@ -97,7 +98,7 @@ fi
 if [ -n "$SANITIZE" ]; then
     for tool in memcheck racecheck synccheck; do
         echo "== compute-sanitizer --tool $tool over the GPU-against-CPU cases"
-        timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
+        timeout "${SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
             test/bench/gpu_vs_cpu --quick --seconds "${SANITIZE_SECONDS:-30}" >"$OUT/sanitize-$tool.log" 2>&1
         rc=$?
         grep -E 'ERROR SUMMARY|passed, [0-9]+ failed|time is up' "$OUT/sanitize-$tool.log" | tail -4
