@@ -7,8 +7,8 @@
 #   --cancel     cancel through SQL in every phase of a GPU join
 #                (test/gpu/cancel_gpu.sh);
 #   --sanitize   compute-sanitizer's memcheck, racecheck and synccheck over
-#                the GPU-against-CPU cases (SANITIZE_SECONDS of cases each,
-#                cut at SANITIZE_TIMEOUT);
+#                small joins through every GPU kernel (each run cut at
+#                SANITIZE_TIMEOUT seconds);
 #   --threads    every thread of a process that ran a GPU join has all
 #                signals blocked, but the caller's.
 # With no option, all four.  Ends with "N passed, N failed".
@@ -68,7 +68,7 @@ if [ -n "$CANCEL" ]; then
 fi
 
 if [ -n "$THREADS" ] || [ -n "$SANITIZE" ]; then
-    make -C test/bench USE_CUDA=1 tcbench gpu_vs_cpu >"$OUT/bench-build.log" 2>&1 || tail -20 "$OUT/bench-build.log"
+    make -C test/bench USE_CUDA=1 tcbench >"$OUT/bench-build.log" 2>&1 || tail -20 "$OUT/bench-build.log"
 fi
 
 if [ -n "$THREADS" ]; then
@@ -96,17 +96,34 @@ if [ -n "$THREADS" ]; then
 fi
 
 if [ -n "$SANITIZE" ]; then
+    # Small joins through every GPU kernel: the grid on CUDA cores and on
+    # FP64 tensor cores, FP16 brute force exact (Hopper's clusters, the
+    # bulk-copy recheck) and approximate, the mma.sync kernel with the lane
+    # recheck, a streamed join (blocks) and float8 rows (staged recheck).
+    B=test/bench/tcbench
+    cases=("--gen expo --n 20000 --d 2 --eps 0.01 --device gpu --tensor-cores off"
+           "--gen gauss --n 20000 --d 8 --neighbours 32 --method grid --device gpu --tensor-cores on"
+           "--gen gauss --n 4000 --d 256 --neighbours 32 --method brute --device gpu"
+           "--gen gauss --n 4000 --d 256 --neighbours 32 --method brute --device gpu --exact off"
+           "--gen gauss --n 4000 --d 100 --neighbours 32 --method brute --device gpu --override tile_kernel=mma,recheck=lane"
+           "--gen gauss --n 6000 --d 64 --neighbours 32 --method brute --device gpu --gpu-memory 5"
+           "--gen gauss --n 3000 --d 77 --neighbours 32 --method brute --device gpu --type f8")
     for tool in memcheck racecheck synccheck; do
-        echo "== compute-sanitizer --tool $tool over the GPU-against-CPU cases"
-        timeout "${SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
-            test/bench/gpu_vs_cpu --quick --seconds "${SANITIZE_SECONDS:-30}" >"$OUT/sanitize-$tool.log" 2>&1
-        rc=$?
-        grep -E 'ERROR SUMMARY|passed, [0-9]+ failed|time is up' "$OUT/sanitize-$tool.log" | tail -4
-        add_counts "$OUT/sanitize-$tool.log"
-        if [ "$rc" -eq 99 ] || grep -qE 'ERROR SUMMARY: [1-9]' "$OUT/sanitize-$tool.log"; then
-            grep -m 20 -E '=========' "$OUT/sanitize-$tool.log"
-            echo "FAILED compute-sanitizer $tool found errors"; FAILED=$((FAILED + 1))
-        fi
+        echo "== compute-sanitizer --tool $tool"
+        for c in "${cases[@]}"; do
+            log=$OUT/sanitize-$tool.log
+            echo "# $c" >>"$log"
+            timeout "${SANITIZE_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+                --print-limit 20 $B $c --reps 1 --sink sum >>"$log" 2>&1
+            rc=$?
+            if [ "$rc" -eq 0 ]; then
+                PASSED=$((PASSED + 1))
+            else
+                echo "FAILED $tool (exit $rc): $c"; FAILED=$((FAILED + 1))
+                grep -m 12 -E '^=========' "$log" | tail -12
+            fi
+        done
+        grep -E 'ERROR SUMMARY' "$OUT/sanitize-$tool.log" | sort | uniq -c
     done
 fi
 echo "$PASSED passed, $FAILED failed"
