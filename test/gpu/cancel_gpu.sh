@@ -26,14 +26,6 @@ ok() { pass=$((pass + 1)); echo "ok     $1"; }
 bad() { fail=$((fail + 1)); echo "FAILED $1"; }
 # CANCEL_GPU_DEVICE=cpu runs the same on the CPU (a dry run of the script)
 DEVICE=${CANCEL_GPU_DEVICE:-gpu}
-gpu_used() {
-    if command -v nvidia-smi >/dev/null; then nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1
-    else echo 0; fi
-}
-gpu_apps() {
-    if command -v nvidia-smi >/dev/null; then nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l
-    else echo 0; fi
-}
 
 fresh_db "$DB" || { echo "could not create $DB"; echo "0 passed, 1 failed"; exit 1; }
 q_db "$DB" <<SQL

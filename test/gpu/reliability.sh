@@ -14,6 +14,7 @@
 # With no option, all four.  Ends with "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+. test/stress/lib.sh
 OUT=${OUT:-/tmp/tcjoin-gpu-out}
 mkdir -p "$OUT"
 STRESS= CANCEL= SANITIZE= THREADS=
@@ -34,7 +35,6 @@ add_counts() {
         FAILED=$((FAILED + 1))
     fi
 }
-gpu_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
 
 if [ -f .device/pg-up.sh ] && ! command -v pg_config >/dev/null; then
     . .device/pg-up.sh .device/pg15-portable.tar.xz
@@ -52,7 +52,7 @@ if [ -n "$STRESS" ]; then
     STRESS_DEVICE=gpu STRESS_SECONDS=${STRESS_SECONDS:-90} test/suites/stress.sh >"$OUT/stress.log" 2>&1
     sleep 1
     after=$(gpu_used)
-    apps=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l)
+    apps=$(gpu_apps)
     grep -vE '^ok ' "$OUT/stress.log" | tail -30
     add_counts "$OUT/stress.log"
     echo "GPU memory used: $before MiB before, $after MiB after; processes holding the GPU after: $apps"

@@ -44,6 +44,43 @@ postmaster_start() {
     q_db postgres -c "SELECT pg_postmaster_start_time()" 2>/dev/null
 }
 
+# The suite's server afterwards, through the caller's ok and bad: still up,
+# not restarted since postmaster start time $1, and no crash in log $2 since
+# byte offset $3.  The crash lines found are left in $crashes.
+check_server() {
+    local pm_start=$1 log=$2 log_at=$3
+    if [ "$(q_db postgres -c 'SELECT 1' 2>&1)" = 1 ] && [ "$(postmaster_start)" = "$pm_start" ]; then
+        ok "the server is up and was not restarted"
+    else
+        bad "the server is up and was not restarted"
+    fi
+    crashes=$(crash_lines "$log" "$log_at")
+    if [ -z "$log" ]; then
+        echo "note: the server log is not readable from here; crash lines not checked"
+    elif [ -z "$crashes" ]; then
+        ok "no PANIC, crash or signal in the server log ($log)"
+    else
+        bad "no PANIC, crash or signal in the server log ($log)"
+        head -n 20 <<<"$crashes" | sed 's/^/         /'
+    fi
+}
+
+# The GPU's used memory (MiB) and the processes holding it; 0 without a GPU.
+gpu_used() {
+    if command -v nvidia-smi >/dev/null; then
+        nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1
+    else
+        echo 0
+    fi
+}
+gpu_apps() {
+    if command -v nvidia-smi >/dev/null; then
+        nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l
+    else
+        echo 0
+    fi
+}
+
 # Median and maximum of numbers on stdin, one a line: "median max".
 median_max() {
     sort -g | awk '{ v[NR] = $1 } END {

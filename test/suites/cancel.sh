@@ -190,20 +190,7 @@ for i in "${!SCEN[@]}"; do
 done
 
 # The server: still up, not restarted, no crash in its log.
-if [ "$(q_db postgres -c 'SELECT 1' 2>&1)" = 1 ] && [ "$(postmaster_start)" = "$PM_START" ]; then
-    ok "the server is up and was not restarted"
-else
-    bad "the server is up and was not restarted"
-fi
-crashes=$(crash_lines "$LOG" "$LOG_AT")
-if [ -z "$LOG" ]; then
-    echo "note: the server log is not readable from here; crash lines not checked"
-elif [ -z "$crashes" ]; then
-    ok "no PANIC, crash or signal in the server log ($LOG)"
-else
-    bad "no PANIC, crash or signal in the server log ($LOG)"
-    head -n 20 <<<"$crashes" | sed 's/^/         /'
-fi
+check_server "$PM_START" "$LOG" "$LOG_AT"
 q_db postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
 
 echo
