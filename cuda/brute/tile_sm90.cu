@@ -109,8 +109,14 @@ wg_producer(const CUtensorMap *tm, const BruteBatch &b, const StageRing &ring, i
 			const unsigned int fb = ring.full(s);
 			const unsigned int bbytes = (bj1 == TILE_NONE ? 1 : 2) * WG_TILE_BYTES;
 
-			/* CLUSTER: both blocks' consumers have returned the stage */
-			mbar_wait(ring.empty(s), StageRing::phase(it) ^ 1);
+			/*
+			 * CLUSTER: both blocks' consumers have returned the stage; before
+			 * the control word's write, at cluster scope (release_ctrl).
+			 */
+			if (CLUSTER && kb == 0)
+				mbar_wait_as<false, true>(ring.empty(s), StageRing::phase(it) ^ 1);
+			else
+				mbar_wait(ring.empty(s), StageRing::phase(it) ^ 1);
 			if (kb == 0)
 			{
 				ctrl[s] = stop;
@@ -211,7 +217,12 @@ wg_mainloop(float (&d)[128], const StageRing &ring, int dpad, int nk, int wgi, i
 		/* The previous slice's MMAs are done: its stage goes back to the producer. */
 		wgmma_wait<1>();
 		if (prev >= 0 && lane == 0)
-			ring.release<CLUSTER>(prev);
+		{
+			if (kb == 1)		/* the item's first slice, which carried the control word */
+				ring.release_ctrl<CLUSTER>(prev);
+			else
+				ring.release<CLUSTER>(prev);
+		}
 		prev = s;
 	}
 }
@@ -330,7 +341,16 @@ wg_consumer(const BruteDev &g, const BruteBatch &b, const StageRing &ring, const
 		 * flight: a write inside it would make the compiler wait for them.)
 		 */
 		mbar_wait_as<true, CLUSTER>(ring.full(StageRing::stage(it)), StageRing::phase(it));
-		if (__shfl_sync(FULL_MASK, ctrl[it % WG_STAGES], 0))
+		/*
+		 * Lane 0 alone reads the word: its own arrival on the stage's empty
+		 * barrier (release_ctrl) then orders the read before the producer's
+		 * next write; the other lanes' reads would be ordered by nothing.
+		 */
+		int			no_more = 0;
+
+		if (lane == 0)
+			no_more = ctrl[it % WG_STAGES];
+		if (__shfl_sync(FULL_MASK, no_more, 0))
 		{
 			/* the turn warpgroup 1 passed after its last item, taken, so no barrier is left half met */
 			if (g.pingpong && wgi == 0 && k > 0)
@@ -362,7 +382,12 @@ wg_consumer(const BruteDev &g, const BruteBatch &b, const StageRing &ring, const
 			turn_pass(wgi);
 		wgmma_wait<0>();
 		if (lane == 0)
-			ring.release<CLUSTER>(prev);
+		{
+			if (nk == 1)
+				ring.release_ctrl<CLUSTER>(prev);
+			else
+				ring.release<CLUSTER>(prev);
+		}
 		/*
 		 * The warpgroup's copies have landed.  (Its other buffer, the next
 		 * item's, is free: every warp of the group passed this barrier of

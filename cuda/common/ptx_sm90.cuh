@@ -162,7 +162,6 @@ mbar_wait_as(unsigned int bar, unsigned int ph)
 }
 
 /* One thread's wait (the producer's), and a whole warp's (the consumers'). */
-/* One thread's wait (the producer's), and a whole warp's (the consumers'). */
 __device__ __forceinline__ void
 mbar_wait(unsigned int bar, unsigned int ph)
 {
