@@ -1,6 +1,5 @@
 # tcjoin: PGXS build.  `make`, `make install`, `make installcheck`.
 EXTENSION = tcjoin
-EXTVERSION = 0.1.0
 
 TC_SRC = $(srcdir)/src
 TC_CUDA = $(srcdir)/cuda
@@ -21,9 +20,10 @@ CUDA_OBJS =
 endif
 
 MODULE_big = tcjoin
-OBJS = src/pg/module.o src/pg/functions.o src/pg/stats.o src/pg/load.o src/pg/output.o \
+OBJS = src/pg/module.o src/pg/functions.o src/pg/stats.o src/pg/load.o src/pg/output.o src/pg/prewarm.o \
 	$(patsubst %.c,src/engine/%.o,$(ENGINE_C)) $(CUDA_OBJS)
-DATA = tcjoin--$(EXTVERSION).sql
+# every version's script and the upgrades between them
+DATA = $(sort $(wildcard tcjoin--*.sql))
 
 # pg_regress: every test in sql/, in name order.
 REGRESS = $(sort $(patsubst sql/%.sql,%,$(wildcard sql/*.sql)))

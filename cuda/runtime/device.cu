@@ -5,6 +5,9 @@
  */
 #include <cuda_runtime.h>
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <cstdio>
 #include <cstring>
 
@@ -25,9 +28,25 @@ set_reason(char *reason, size_t len, const char *msg)
 static int	cached_count = -1;
 static char cached_reason[256];
 
+static bool prewarm_running;	/* the caller's thread's only */
+static pthread_t prewarm_thread;
+static __thread bool in_prewarm;	/* this is the prewarm's thread */
+
+/* On the caller's thread: the prewarm's work done first. */
+static inline void
+prewarm_done(void)
+{
+	if (!in_prewarm && prewarm_running)
+	{
+		pthread_join(prewarm_thread, NULL);
+		prewarm_running = false;
+	}
+}
+
 extern "C" int
 tc_gpu_count(char *reason, size_t reasonlen)
 {
+	prewarm_done();
 	if (cached_count < 0)
 	{
 		int			n = 0;
@@ -52,6 +71,15 @@ tc_gpu_count(char *reason, size_t reasonlen)
 	return cached_count;
 }
 
+static bool opened[TC_MAX_DEVICES];
+
+extern "C" bool
+tc_gpu_ready(int device)
+{
+	prewarm_done();
+	return device >= 0 && device < TC_MAX_DEVICES && opened[device];
+}
+
 /*
  * A device's context is created once, with every signal blocked, so that
  * the threads the driver starts with it never run the host's handlers.
@@ -59,7 +87,7 @@ tc_gpu_count(char *reason, size_t reasonlen)
 cudaError_t
 gpu_open_device(int device)
 {
-	static bool opened[TC_MAX_DEVICES];
+	prewarm_done();
 	bool		known = device >= 0 && device < TC_MAX_DEVICES;
 	cudaError_t rc;
 
@@ -76,6 +104,77 @@ gpu_open_device(int device)
 	return rc;
 }
 
+/*
+ * The context made ahead, while the caller reads the table (a backend's
+ * first GPU join otherwise waits for it): one thread, every signal blocked,
+ * that starts the runtime and creates device 0's context.  Every entry
+ * point below that touches CUDA state joins it first, so the runtime is
+ * never used from two threads at once.
+ */
+static void *
+prewarm_main(void *)
+{
+	in_prewarm = true;
+	if (tc_gpu_count(NULL, 0) > 0)
+		gpu_open_device(0);
+	return NULL;
+}
+
+extern "C" void
+tc_gpu_prewarm(void)
+{
+	sigset_t	all,
+				old;
+
+	if (prewarm_running || opened[0] || cached_count == 0)
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	prewarm_running = pthread_create(&prewarm_thread, NULL, prewarm_main, NULL) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+extern "C" void
+tc_gpu_prewarm_wait(void)
+{
+	prewarm_done();
+}
+
+/* Properties are asked once a process: they do not change under it. */
+static TcGpuInfo cached_info[TC_MAX_DEVICES];
+static bool have_info[TC_MAX_DEVICES];
+
+extern "C" bool
+tc_gpu_info(int device, TcGpuInfo *out)
+{
+	cudaDeviceProp prop;
+
+	prewarm_done();
+
+	memset(out, 0, sizeof(*out));
+	if (device < 0 || device >= TC_MAX_DEVICES || device >= tc_gpu_count(NULL, 0))
+		return false;
+	if (!have_info[device])
+	{
+		TcGpuInfo  *c = &cached_info[device];
+
+		if (cudaGetDeviceProperties(&prop, device) != cudaSuccess)
+		{
+			cudaGetLastError();
+			return false;
+		}
+		c->device = device;
+		snprintf(c->name, sizeof(c->name), "%s", prop.name);
+		c->major = prop.major;
+		c->minor = prop.minor;
+		c->total_memory = prop.totalGlobalMem;
+		c->sm_count = prop.multiProcessorCount;
+		have_info[device] = true;
+	}
+	*out = cached_info[device];
+	return true;
+}
+
 extern "C" int
 tc_gpu_list(TcGpuInfo *out, int max, char *reason, size_t reasonlen)
 {
@@ -83,19 +182,14 @@ tc_gpu_list(TcGpuInfo *out, int max, char *reason, size_t reasonlen)
 
 	for (int i = 0; i < n && i < max; i++)
 	{
-		cudaDeviceProp prop;
 		size_t		free_b = 0,
 					total_b = 0;
 
-		memset(&out[i], 0, sizeof(out[i]));
-		out[i].device = i;
-		if (cudaGetDeviceProperties(&prop, i) != cudaSuccess)
+		if (!tc_gpu_info(i, &out[i]))
+		{
+			out[i].device = i;
 			continue;
-		snprintf(out[i].name, sizeof(out[i].name), "%s", prop.name);
-		out[i].major = prop.major;
-		out[i].minor = prop.minor;
-		out[i].total_memory = prop.totalGlobalMem;
-		out[i].sm_count = prop.multiProcessorCount;
+		}
 		if (gpu_open_device(i) == cudaSuccess &&
 			cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
 			out[i].free_memory = free_b;

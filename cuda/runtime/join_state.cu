@@ -24,14 +24,17 @@ gpu_error(TcError *err, const char *what, cudaError_t rc)
 	const char *paren = strchr(what, '(');
 	int			len = paren ? (int) (paren - what) : (int) strlen(what);
 
+	/* out of device or pinned memory: the engine may wait or go to the CPU */
+	TcStatus	st = rc == cudaErrorMemoryAllocation ? TC_ERR_GPU_FULL : TC_ERR_GPU;
+
 	if (err)
 	{
-		err->status = TC_ERR_GPU;
+		err->status = st;
 		snprintf(err->message, sizeof(err->message), "%.*s failed: %s", len, what,
 				 cudaGetErrorString(rc));
 	}
 	cudaGetLastError();
-	return TC_ERR_GPU;
+	return st;
 }
 
 TcStatus
@@ -157,7 +160,6 @@ tc_gpu_join_free(TcGpuJoin *g)
 		cudaFreeHost(g->host[i]);
 	for (int i = 0; i < g->nheap; i++)
 		free(g->heap[i]);
-	free(g->out);
 	cudaGetLastError();
 	free(g);
 }
@@ -253,7 +255,10 @@ get_ring(TcGpuJoin *g, TcError *err)
 	{
 		if (ring_cache == NULL)
 		{
+			double		t0 = tc_now();
 			cudaError_t rc = cudaHostAlloc((void **) &ring_cache, bytes, cudaHostAllocDefault);
+
+			g->stats->gpu_setup_seconds += tc_now() - t0;
 
 			if (rc != cudaSuccess)
 			{
@@ -420,6 +425,7 @@ gpu_join_begin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params
 	TcStatus	st;
 	int			ndev;
 	char		reason[256];
+	double		t0;
 
 	*handle = g;
 	if (g == NULL)
@@ -446,33 +452,15 @@ gpu_join_begin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params
 	g->limit = params->gpu_memory_limit;
 	g->ov = params->overrides;
 	g->sink = sink;
-	if ((st = with_signals_blocked([g, err] { return open_resources(g, err); })) != TC_OK)
+	g->stats = stats;
+	stats->gpu_cold = !tc_gpu_ready(g->device);
+	t0 = tc_now();
+	st = with_signals_blocked([g, err] { return open_resources(g, err); });
+	stats->gpu_setup_seconds += tc_now() - t0;
+	if (st != TC_OK)
 		return st;
 	stats->device = "gpu";
 	stats->threads = 1;
 
-	if (params->include_self)
-	{
-		/* (i, i, 0): the contract's sum of a point with itself is 0. */
-		g->out = (TcPair *) malloc(sizeof(TcPair) * OUT_BATCH);
-		if (g->out == NULL)
-			return TC_ERR_NOMEM;
-		for (int64_t i = 0; i < a->n; i += OUT_BATCH)
-		{
-			size_t		m = (size_t) std::min((int64_t) OUT_BATCH, a->n - i);
-
-			for (size_t t = 0; t < m; t++)
-			{
-				g->out[t].a = g->out[t].b = i + (int64_t) t;
-				g->out[t].dist = 0.0;
-			}
-			stats->pairs += m;
-			if (sink->emit(sink->arg, g->out, m) != 0)
-				return TC_STOPPED;
-			/* n may be large, and emit need not poll */
-			if ((st = gpu_poll(g, sink)) != TC_OK)
-				return st;
-		}
-	}
 	return TC_OK;
 }

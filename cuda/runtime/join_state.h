@@ -64,7 +64,7 @@ struct TcGpuJoin
 	int			nheap;
 	const TcSink *sink;			/* polled by waits on the preparation's work */
 	double		next_poll;		/* gpu_poll's next call of sink->poll */
-	TcPair	   *out;			/* include_self's (i, i, 0) pairs */
+	TcJoinStats *stats;			/* the join's, for the set-up's time */
 	TcPair	   *ring;			/* RING_SLOTS x RING_CHUNK pinned pairs */
 	bool		ring_cached;	/* the process's ring, held by this join */
 };
@@ -133,8 +133,9 @@ extern TcStatus drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsi
 					  const TcSink *sink, TcJoinStats *stats, TcError *err);
 /*
  * A GPU join's start: its resources (*handle set first, so the caller can
- * always free them), the GPU, streams, the abort flag, and the (i, i, 0)
- * pairs of include_self.
+ * always free them), the GPU, streams and the abort flag.  It emits
+ * nothing (include_self's pairs are the engine's, after the join), so
+ * that a join that finds the GPU full has given the sink nothing yet.
  */
 extern TcStatus gpu_join_begin(TcGpuJoin **handle, const TcPoints *a,
 							   const TcJoinParams *params, const TcSink *sink,

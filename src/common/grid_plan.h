@@ -39,6 +39,11 @@ typedef struct TcGridPlan
 	uint64_t	stride[TC_GRID_MAX_DIMS];	/* linear key = sum coord * stride */
 	bool		brute;			/* the cost model prefers brute force */
 	double		est_candidates; /* for the chosen plan */
+	double		est_cost;		/* the CPU model's cost of it (choose.c's units) */
+	/* The sample's verdict on every choice, so that a plan is made once. */
+	int			kmax;			/* usable grid dimensions */
+	double		cost_k[TC_GRID_MAX_DIMS + 1];	/* cost of the first k (0: brute force) */
+	double		cand_k[TC_GRID_MAX_DIMS + 1];	/* estimated candidates of each */
 } TcGridPlan;
 
 /*

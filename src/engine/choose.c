@@ -9,6 +9,7 @@
  * fitted to.
  */
 #include <math.h>
+#include <stdio.h>
 
 #include "choose.h"
 #include "cpu_filter.h"
@@ -42,37 +43,56 @@
 #define TC_GPU_GRID_POINT 5e-8
 #define TC_GPU_GRID_CAND_D8 7e-12
 #define TC_GPU_BRUTE_START 0.005
-#define TC_GPU_BRUTE_PAIR 4.5e-13
 
 /*
- * Where the join runs: tcjoin.device = gpu needs a usable GPU; auto takes
- * one when there is one.  The GPU back ends take self-joins only so far.
+ * FP16 brute force: multiply-adds a second over the triangle's pairs and
+ * the dimensions padded to 64 (a tile's step), prune and recheck included;
+ * fitted to Hopper's 132 SMs and scaled by SM count, an Ampere SM taking a
+ * third of the rate (mma.sync against wgmma).
  */
-TcStatus
-tc_choose_device(TcJoin *join, bool *use_gpu, TcError *err)
-{
-	char		reason[200];
+#define TC_GPU_BRUTE_MACS 1.4e14
 
-	*use_gpu = false;
-	if (join->params.device == TC_DEVICE_CPU)
-		return TC_OK;
-	if (!join->self)
-	{
-		if (join->params.device == TC_DEVICE_GPU)
-		{
-			tc_set_error(err, TC_ERR_NO_GPU, "joins of two point sets run on the CPU only");
-			return TC_ERR_NO_GPU;
-		}
-		return TC_OK;
-	}
-	if (tc_gpu_count(reason, sizeof(reason)) > 0)
-		*use_gpu = true;
-	else if (join->params.device == TC_DEVICE_GPU)
-	{
-		tc_set_error(err, TC_ERR_NO_GPU, "%s", reason);
-		return TC_ERR_NO_GPU;
-	}
-	return TC_OK;
+/*
+ * What a GPU join costs besides its kernels, in seconds: the first in a
+ * process creates the CUDA context and loads the modules (TC_GPU_COLD),
+ * each sets up its streams and buffers (TC_GPU_SETUP) and uploads the
+ * coordinates through pinned memory (TC_GPU_UPLOAD_RATE bytes a second).
+ * Pairs cost the same to hand over from either device, so they count for
+ * neither.  Measured on an H100: docs/lab/2026-11-25-auto-device.md.
+ */
+#define TC_GPU_COLD 0.4
+#define TC_GPU_SETUP 0.002
+#define TC_GPU_UPLOAD_RATE 6e9
+
+/* The CPU models' unit (above) in seconds of one thread. */
+#define TC_CPU_UNIT_SECONDS 1e-9
+
+static double brute_cost(const TcJoin *join);
+
+double
+tc_cpu_seconds(TcJoin *join, double cost)
+{
+	return cost * TC_CPU_UNIT_SECONDS / (double) join->params.threads;
+}
+
+static double
+gpu_upload_seconds(const TcJoin *join)
+{
+	double		bytes = (double) join->a.n * join->a.d *
+		(join->a.type == TC_FLOAT4 ? sizeof(float) : sizeof(double));
+
+	return bytes / TC_GPU_UPLOAD_RATE;
+}
+
+static double
+gpu_brute_cost(const TcJoin *join, const TcGpuInfo *info)
+{
+	double		n = (double) join->a.n;
+	double		dpad = 64.0 * ceil(join->a.d / 64.0);
+	double		rate = TC_GPU_BRUTE_MACS * (info->sm_count > 0 ? info->sm_count / 132.0 : 1.0) *
+		(info->major >= 9 ? 1.0 : 1.0 / 3);
+
+	return TC_GPU_BRUTE_START + n * (n - 1) / 2 * dpad / rate;
 }
 
 static double
@@ -84,13 +104,6 @@ gpu_grid_cost(const TcJoin *join, const TcGridPlan *plan)
 		TC_GPU_GRID_CAND_D8 * fmax(r * r, 1.0) * plan->est_candidates;
 }
 
-static double
-gpu_brute_cost(const TcJoin *join)
-{
-	double		n = (double) join->a.n;
-
-	return TC_GPU_BRUTE_START + TC_GPU_BRUTE_PAIR * n * (n - 1) / 2;
-}
 
 /*
  * method => 'brute' takes the FP16 tensor-core brute force (unless
@@ -110,7 +123,7 @@ tc_choose_gpu_method(TcJoin *join, bool *fp16_brute, TcGridPlan *plan,
 					 bool *planned, TcError *err)
 {
 	TcGpuInfo	info;
-	bool		fp16_ok = tc_gpu_list(&info, 1, NULL, 0) > 0 && info.major >= 8;
+	bool		fp16_ok = tc_gpu_info(0, &info) && info.major >= 8;
 	TcStatus	st;
 
 	*planned = false;
@@ -128,7 +141,7 @@ tc_choose_gpu_method(TcJoin *join, bool *fp16_brute, TcGridPlan *plan,
 				return st;
 			*planned = true;
 			join->stats.auto_grid_seconds = gpu_grid_cost(join, plan);
-			join->stats.auto_brute_seconds = gpu_brute_cost(join);
+			join->stats.auto_brute_seconds = gpu_brute_cost(join, &info);
 			*fp16_brute = join->stats.auto_brute_seconds < join->stats.auto_grid_seconds;
 		}
 	}
@@ -156,40 +169,185 @@ brute_cost(const TcJoin *join)
  * pairs that are neighbours on them estimates the candidates; probes grow
  * as 3^(k-1) per cell.  k = 0 is brute force.
  */
-int
-tc_choose_grid_dims(const TcJoin *join, TcGridPlan *plan, int kmax,
-					const double *hits, double sample_pairs, bool allow_brute)
+void
+tc_grid_costs(const TcJoin *join, TcGridPlan *plan, int kmax,
+			  const double *hits, double sample_pairs)
 {
 	const int	d = join->a.d;
 	double		na = (double) join->a.n;
 	double		nb = (double) join->b.n;
 	double		all_pairs = join->self ? na * (na - 1) / 2 : na * nb;
-	double		best_cost = allow_brute ? brute_cost(join) : INFINITY;
-	int			best_k = 0;
 	double		within = sample_pairs;	/* sample pairs neighbouring on k dims */
 	double		cells = 1.0;
 	double		probes = 1.0;
 
-	plan->est_candidates = all_pairs;
+	plan->kmax = kmax;
+	plan->cost_k[0] = brute_cost(join);
+	plan->cand_k[0] = all_pairs;
 	for (int k = 1; k <= kmax; k++)
 	{
-		double		frac,
-					cost;
+		double		frac;
 
 		within -= hits[k - 1];
 		cells *= (double) plan->ncell[k - 1];
 		if (k > 1)
 			probes *= 3.0;
 		frac = sample_pairs > 0 ? fmax(within, 0.5) / sample_pairs : 1.0;
-		cost = frac * all_pairs * (TC_COST_PAIR + TC_COST_DIM * d) +
+		plan->cand_k[k] = frac * all_pairs;
+		plan->cost_k[k] = frac * all_pairs * (TC_COST_PAIR + TC_COST_DIM * d) +
 			fmin(na, cells) * (join->self ? probes / 2 + 1 : probes) * TC_COST_LOOKUP +
 			(na + nb) * (TC_COST_POINT + d);
-		if (cost < best_cost)
-		{
-			best_cost = cost;
-			best_k = k;
-			plan->est_candidates = frac * all_pairs;
-		}
 	}
+}
+
+int
+tc_grid_pick(TcGridPlan *plan, bool allow_brute)
+{
+	int			best_k = 0;
+	double		best_cost = allow_brute ? plan->cost_k[0] : INFINITY;
+
+	for (int k = 1; k <= plan->kmax; k++)
+		if (plan->cost_k[k] < best_cost)
+		{
+			best_cost = plan->cost_k[k];
+			best_k = k;
+		}
+	/* a forced grid with no usable dimension: one cell, brute force's work */
+	plan->est_candidates = plan->cand_k[best_k];
+	plan->est_cost = plan->cost_k[best_k];
 	return best_k;
+}
+
+/*
+ * The CPU's seconds for this join, as auto would run it there.  From
+ * TC_GPU_BRUTE_DIMS dimensions on, brute force's cost stands for auto's
+ * (an upper bound: the grid wins only on clustered data) so that a join
+ * the GPU takes is never planned for nothing; below, the plan (kept for
+ * the join) prices the grid.
+ */
+static TcStatus
+cpu_estimate(TcJoin *join, double *seconds, TcError *err)
+{
+	TcGridPlan	plan;
+	TcStatus	st;
+
+	if (join->params.method == TC_METHOD_BRUTE ||
+		(join->params.method == TC_METHOD_AUTO && join->a.d >= TC_GPU_BRUTE_DIMS))
+	{
+		*seconds = tc_cpu_seconds(join, brute_cost(join));
+		return TC_OK;
+	}
+	if ((st = tc_grid_plan(join, join->params.method == TC_METHOD_AUTO, &plan, err)) != TC_OK)
+		return st;
+	*seconds = tc_cpu_seconds(join, plan.est_cost);
+	return TC_OK;
+}
+
+/* The GPU's kernels' seconds for this join on GPU info, as run_gpu runs it. */
+static TcStatus
+gpu_estimate(TcJoin *join, const TcGpuInfo *info, double *seconds, TcError *err)
+{
+	bool		fp16_ok = info->major >= 8 && join->params.tensor_cores != TC_TENSOR_OFF &&
+		join->a.n <= TC_GPU_BRUTE_MAX_N;
+	double		brute = fp16_ok ? gpu_brute_cost(join, info) : INFINITY;
+	TcGridPlan	plan;
+	TcStatus	st;
+
+	if (fp16_ok && (join->params.method == TC_METHOD_BRUTE ||
+					(join->params.method == TC_METHOD_AUTO && join->a.d >= TC_GPU_BRUTE_DIMS)))
+	{
+		*seconds = brute;
+		return TC_OK;
+	}
+	if ((st = tc_grid_plan(join, false, &plan, err)) != TC_OK)
+		return st;
+	if (join->params.method == TC_METHOD_BRUTE)
+		plan.est_candidates = plan.cand_k[0];	/* one cell */
+	*seconds = gpu_grid_cost(join, &plan);
+	if (join->params.method == TC_METHOD_AUTO)
+		*seconds = fmin(*seconds, brute);
+	return TC_OK;
+}
+
+/*
+ * auto with a self-join: the device whose estimate is lower, the GPU's
+ * including its fixed costs.  Where the CPU's estimate is below what any
+ * GPU join costs besides its kernels, CUDA is not even asked: a backend
+ * that never needs the GPU never pays for the driver.
+ */
+static TcStatus
+choose_auto(TcJoin *join, bool *use_gpu, TcError *err)
+{
+	TcJoinStats *s = &join->stats;
+	bool		cold = !tc_gpu_ready(0);
+	double		fixed = TC_GPU_SETUP + gpu_upload_seconds(join) + (cold ? TC_GPU_COLD : 0);
+	double		kernels;
+	char		reason[200];
+	TcGpuInfo	info;
+	TcStatus	st;
+
+	if ((st = cpu_estimate(join, &s->auto_cpu_seconds, err)) != TC_OK)
+		return st;
+	s->auto_gpu_seconds = fixed;
+	if (s->auto_cpu_seconds <= fixed)
+	{
+		snprintf(s->device_choice, sizeof(s->device_choice),
+				 "auto: the CPU's estimate is under a GPU join's fixed costs");
+		return TC_OK;
+	}
+	if (tc_gpu_count(reason, sizeof(reason)) < 1 || !tc_gpu_info(0, &info))
+	{
+		s->auto_gpu_seconds = 0;
+		snprintf(s->device_choice, sizeof(s->device_choice), "auto: no GPU (%.100s)", reason);
+		return TC_OK;
+	}
+	if ((st = gpu_estimate(join, &info, &kernels, err)) != TC_OK)
+		return st;
+	s->auto_gpu_seconds = fixed + kernels;
+	*use_gpu = s->auto_gpu_seconds < s->auto_cpu_seconds;
+	snprintf(s->device_choice, sizeof(s->device_choice), "auto: the %s's estimate is lower%s",
+			 *use_gpu ? "GPU" : "CPU",
+			 cold ? " (the GPU's includes creating this backend's CUDA context)" : "");
+	return TC_OK;
+}
+
+/*
+ * Where the join runs: tcjoin.device = cpu or gpu as set (gpu needs a
+ * usable GPU), auto by the estimates.  The GPU back ends take self-joins
+ * only so far.
+ */
+TcStatus
+tc_choose_device(TcJoin *join, bool *use_gpu, TcError *err)
+{
+	TcJoinStats *s = &join->stats;
+	char		reason[200];
+
+	*use_gpu = false;
+	s->auto_cpu_seconds = s->auto_gpu_seconds = 0;
+	if (join->params.device == TC_DEVICE_CPU)
+	{
+		snprintf(s->device_choice, sizeof(s->device_choice), "tcjoin.device = cpu");
+		return TC_OK;
+	}
+	if (!join->self)
+	{
+		if (join->params.device == TC_DEVICE_GPU)
+		{
+			tc_set_error(err, TC_ERR_NO_GPU, "joins of two point sets run on the CPU only");
+			return TC_ERR_NO_GPU;
+		}
+		snprintf(s->device_choice, sizeof(s->device_choice),
+				 "auto: joins of two point sets run on the CPU only");
+		return TC_OK;
+	}
+	if (join->params.device == TC_DEVICE_AUTO)
+		return choose_auto(join, use_gpu, err);
+	if (tc_gpu_count(reason, sizeof(reason)) < 1)
+	{
+		tc_set_error(err, TC_ERR_NO_GPU, "%s", reason);
+		return TC_ERR_NO_GPU;
+	}
+	snprintf(s->device_choice, sizeof(s->device_choice), "tcjoin.device = gpu");
+	*use_gpu = true;
+	return TC_OK;
 }

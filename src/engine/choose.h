@@ -28,14 +28,22 @@ extern TcStatus tc_choose_gpu_method(TcJoin *join, bool *fp16_brute,
 									 TcError *err);
 
 /*
- * The number of grid dimensions for a CPU join (0: brute force, or one
- * cell), from the planner's sample: hits[k] sample pairs are neighbours on
- * exactly the first k of plan's kmax candidate dimensions, out of
- * sample_pairs.  With allow_brute, brute force competes (k = 0).  Sets
- * plan->est_candidates for the choice.
+ * The CPU's cost of every grid plan from the planner's sample: hits[k]
+ * sample pairs are neighbours on exactly the first k of plan's kmax
+ * candidate dimensions, out of sample_pairs.  Fills plan->kmax, cost_k and
+ * cand_k (k = 0: brute force).
  */
-extern int	tc_choose_grid_dims(const TcJoin *join, TcGridPlan *plan, int kmax,
-								const double *hits, double sample_pairs,
-								bool allow_brute);
+extern void tc_grid_costs(const TcJoin *join, TcGridPlan *plan, int kmax,
+						  const double *hits, double sample_pairs);
+
+/*
+ * The number of grid dimensions to index, from plan's costs (0: brute
+ * force, or one cell).  With allow_brute, brute force competes (k = 0).
+ * Sets plan->est_candidates and est_cost for the choice.
+ */
+extern int	tc_grid_pick(TcGridPlan *plan, bool allow_brute);
+
+/* The CPU's estimated seconds for this join, and the GPU's (choose.c). */
+extern double tc_cpu_seconds(TcJoin *join, double cost);
 
 #endif							/* TCJOIN_CHOOSE_H */

@@ -72,6 +72,8 @@ tc_status_name(TcStatus status)
 			return "no usable GPU";
 		case TC_ERR_GPU:
 			return "GPU error";
+		case TC_ERR_GPU_FULL:
+			return "GPU memory exhausted";
 		case TC_ERR_INTERNAL:
 			return "internal error";
 	}
@@ -184,26 +186,119 @@ tc_poll(TcJoin *join)
 	return !tc_should_stop(join);
 }
 
-/* The whole join on the GPU: its own index, batches and output loop. */
+/*
+ * The whole join on the GPU: its own index, batches and output loop.
+ * include_self's pairs are left to the caller (emit_self_pairs).
+ */
 static TcStatus
-run_gpu(TcJoin *join, TcError *err)
+run_gpu_once(TcJoin *join, TcError *err)
 {
+	TcJoinParams params = join->params;
 	TcGridPlan	plan;
 	TcStatus	st;
 	bool		fp16_brute;
 	bool		planned;
 
+	params.include_self = false;
 	if ((st = tc_choose_gpu_method(join, &fp16_brute, &plan, &planned, err)) != TC_OK)
 		return st;
 	if (fp16_brute && join->params.tensor_cores != TC_TENSOR_OFF)
-		return tc_gpu_brute_selfjoin(&join->gpu, &join->a, &join->params, join->thr,
+		return tc_gpu_brute_selfjoin(&join->gpu, &join->a, &params, join->thr,
 									 join->sink, &join->stats, err);
 	if (!planned && (st = tc_grid_plan(join, false, &plan, err)) != TC_OK)
 		return st;
 	if (join->params.method == TC_METHOD_BRUTE)
 		plan.k = 0;				/* one cell: every pair is a candidate */
-	return tc_gpu_grid_selfjoin(&join->gpu, &join->a, &join->params, &plan, join->thr,
+	return tc_gpu_grid_selfjoin(&join->gpu, &join->a, &params, &plan, join->thr,
 								join->sink, &join->stats, err);
+}
+
+/* (i, i, 0) for every point: the contract's sum of a point with itself is 0. */
+static TcStatus
+emit_self_pairs(TcJoin *join)
+{
+	TcPair		buf[1024];
+
+	for (int64_t i = 0; i < join->a.n; i += 1024)
+	{
+		int64_t		m = join->a.n - i < 1024 ? join->a.n - i : 1024;
+
+		for (int64_t t = 0; t < m; t++)
+		{
+			buf[t].a = buf[t].b = i + t;
+			buf[t].dist = 0.0;
+		}
+		join->stats.pairs += (uint64_t) m;
+		if (join->sink->emit(join->sink->arg, buf, (size_t) m) != 0 || !tc_poll(join))
+			return TC_STOPPED;
+	}
+	return TC_OK;
+}
+
+/*
+ * The time between tries for GPU memory (tcjoin.gpu_full = wait), polling
+ * the sink each millisecond, so that a cancel is not kept waiting.
+ */
+#define TC_GPU_FULL_RETRY_MS 20
+
+static bool
+wait_for_gpu_memory(TcJoin *join)
+{
+	for (int i = 0; i < TC_GPU_FULL_RETRY_MS; i++)
+	{
+		struct timespec ms = {0, 1000000};
+
+		nanosleep(&ms, NULL);
+		if (!tc_poll(join))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * run_gpu_once, and where the GPU's memory is full before any pair went
+ * to the sink (every allocation comes before the first pair), what
+ * tcjoin.gpu_full says: wait and try again, leave the join to the CPU
+ * (*to_cpu; device auto only: device = gpu never runs on the CPU), or
+ * fail.
+ */
+static TcStatus
+run_gpu(TcJoin *join, bool *to_cpu, TcError *err)
+{
+	TcJoinStats before = join->stats;
+	double		t0 = tc_now();
+	TcStatus	st;
+
+	*to_cpu = false;
+	for (;;)
+	{
+		st = run_gpu_once(join, err);
+		if (st != TC_ERR_GPU_FULL || join->stats.pairs > 0)
+			break;
+		tc_gpu_join_free(join->gpu);
+		join->gpu = NULL;
+		if (join->params.gpu_full == TC_GPU_FULL_WAIT)
+		{
+			if (!wait_for_gpu_memory(join))
+				return TC_STOPPED;
+			join->stats = before;
+			join->stats.gpu_full_wait_seconds = tc_now() - t0;
+			continue;
+		}
+		if (join->params.gpu_full == TC_GPU_FULL_CPU && join->params.device == TC_DEVICE_AUTO)
+		{
+			join->stats = before;
+			snprintf(join->stats.device_choice, sizeof(join->stats.device_choice),
+					 "auto: the GPU's estimate was lower, but its memory was full "
+					 "(tcjoin.gpu_full = cpu)");
+			*to_cpu = true;
+			return TC_OK;
+		}
+		return st;
+	}
+	if (st == TC_OK && join->params.include_self)
+		st = emit_self_pairs(join);
+	return st;
 }
 
 /* Plan and build the index; polls, so a cancel need not wait for it. */
@@ -230,6 +325,18 @@ prepare(TcJoin *join, TcError *err)
 	if (st == TC_OK)
 		join->stats.method = join->backend->name;
 	return st;
+}
+
+void
+tc_device_prewarm(void)
+{
+	tc_gpu_prewarm();
+}
+
+void
+tc_device_prewarm_wait(void)
+{
+	tc_gpu_prewarm_wait();
 }
 
 /* The GPU back ends' list, in the engine's own terms. */
@@ -492,11 +599,12 @@ tc_join_run(TcJoin *join, const TcSink *sink, TcError *err)
 
 	{
 		bool		use_gpu;
+		bool		to_cpu;
 
 		if ((st = tc_choose_device(join, &use_gpu, err)) != TC_OK)
 			return st;
-		if (use_gpu)
-			return run_gpu(join, err);
+		if (use_gpu && ((st = run_gpu(join, &to_cpu, err)) != TC_OK || !to_cpu))
+			return st;
 	}
 	st = prepare(join, err);
 	if (st != TC_OK)

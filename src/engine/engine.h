@@ -100,6 +100,14 @@ typedef struct TcOverrides
 	bool		trace;			/* GPU: each batch's times on stderr */
 } TcOverrides;
 
+/* What a GPU join does when the GPU's memory is exhausted. */
+typedef enum TcGpuFull
+{
+	TC_GPU_FULL_CPU = 0,		/* run on the CPU instead (device auto only) */
+	TC_GPU_FULL_WAIT,			/* wait for memory, polling the sink */
+	TC_GPU_FULL_ERROR			/* fail with TC_ERR_GPU_FULL */
+} TcGpuFull;
+
 typedef struct TcJoinParams
 {
 	double		eps;			/* finite, >= 0 */
@@ -112,6 +120,7 @@ typedef struct TcJoinParams
 								 * tc_cpu_count() are used */
 	size_t		gpu_memory_limit;	/* bytes a GPU join may take; 0: no limit */
 	size_t		gpu_result_pairs;	/* GPU result buffer, in pairs; 0: default */
+	TcGpuFull	gpu_full;
 	TcOverrides overrides;		/* developers' only; zero for users */
 } TcJoinParams;
 
@@ -153,6 +162,7 @@ typedef enum TcStatus
 	TC_ERR_INVALID,
 	TC_ERR_NO_GPU,
 	TC_ERR_GPU,					/* a CUDA call failed; message has its error */
+	TC_ERR_GPU_FULL,			/* the GPU's (or pinned) memory is exhausted */
 	TC_ERR_INTERNAL
 } TcStatus;
 
@@ -206,6 +216,13 @@ typedef struct TcJoinStats
 	/* auto on the GPU below 12 dimensions: the cost model's seconds (0: not asked) */
 	double		auto_grid_seconds;
 	double		auto_brute_seconds;
+	/* Where the join ran and why: the setting, or auto's estimates. */
+	char		device_choice[120];
+	double		auto_cpu_seconds;	/* auto's estimates (0: not asked) */
+	double		auto_gpu_seconds;
+	double		gpu_full_wait_seconds;	/* waiting for GPU memory (tcjoin.gpu_full = wait) */
+	double		gpu_setup_seconds;	/* the GPU's context (if new), streams and buffers */
+	bool		gpu_cold;		/* this join created the process's CUDA context */
 } TcJoinStats;
 
 typedef struct TcJoin TcJoin;
@@ -263,6 +280,15 @@ typedef struct TcDeviceInfo
 	size_t		free_memory;	/* bytes */
 	int			sm_count;
 } TcDeviceInfo;
+
+/*
+ * Make the GPU's context ahead of a join that will likely run there, on a
+ * thread of the engine's while the caller reads the table; a no-op without
+ * a GPU, or once made.  tc_device_prewarm_wait waits for that thread: call
+ * it before the process exits.
+ */
+extern void tc_device_prewarm(void);
+extern void tc_device_prewarm_wait(void);
 
 /* The most GPUs tc_device_list reports. */
 #define TC_MAX_DEVICES 16

@@ -80,6 +80,10 @@ struct TcJoin
 	atomic_int	worker_error;	/* a TcStatus set by a failing worker */
 	bool		ran;
 
+	/* The grid's plan, its choice left open (tc_grid_plan), once made. */
+	TcGridPlan	plan;
+	bool		have_plan;
+
 	/* Planner scratch: freed when planning ends, or by tc_join_destroy. */
 #define TC_SCRATCH_SLOTS 5
 	void	   *scratch[TC_SCRATCH_SLOTS];

@@ -14,6 +14,7 @@
 #define TCJOIN_GPU_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "engine.h"
@@ -43,6 +44,25 @@ extern int	tc_gpu_count(char *reason, size_t reasonlen);
 
 /* Fill up to max entries; returns how many GPUs there are. */
 extern int	tc_gpu_list(TcGpuInfo *out, int max, char *reason, size_t reasonlen);
+
+/*
+ * One GPU's properties (free_memory left 0), without creating its context,
+ * which costs a backend's first GPU join much of its time.  False when
+ * there is no such GPU.
+ */
+extern bool tc_gpu_info(int device, TcGpuInfo *out);
+
+/* Whether this process has made the device's context already (no CUDA call). */
+extern bool tc_gpu_ready(int device);
+
+/*
+ * Start the runtime and device 0's context on a thread of their own, so
+ * that the caller's work meanwhile (reading the table) hides their cost;
+ * every other entry point waits for it first.  tc_gpu_prewarm_wait waits
+ * for it (before the process exits).
+ */
+extern void tc_gpu_prewarm(void);
+extern void tc_gpu_prewarm_wait(void);
 
 typedef struct TcGpuJoin TcGpuJoin;
 

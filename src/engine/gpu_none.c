@@ -25,6 +25,31 @@ tc_gpu_list(TcGpuInfo *out, int max, char *reason, size_t reasonlen)
 	return tc_gpu_count(reason, reasonlen);
 }
 
+bool
+tc_gpu_info(int device, TcGpuInfo *out)
+{
+	(void) device;
+	(void) out;
+	return false;
+}
+
+bool
+tc_gpu_ready(int device)
+{
+	(void) device;
+	return false;
+}
+
+void
+tc_gpu_prewarm(void)
+{
+}
+
+void
+tc_gpu_prewarm_wait(void)
+{
+}
+
 /* Every join: no handle, and the reason. */
 static TcStatus
 no_gpu(TcGpuJoin **handle, TcError *err)

@@ -83,6 +83,25 @@ extent(TcJoin *join, const TcPoints *p, DimInfo *di, bool first)
 	return true;
 }
 
+/*
+ * The plan's grid dimensions from its costs, and the keys' strides.  k == 0
+ * with a forced grid: no usable dimension (every extent is zero, infinite
+ * or under three cells) or none cheaper, so one cell holds everything.
+ */
+static void
+pick(TcGridPlan *plan, bool allow_brute)
+{
+	plan->k = tc_grid_pick(plan, allow_brute);
+	plan->brute = allow_brute && plan->k == 0;
+	if (plan->k > 0)
+	{
+		/* Key strides: the last grid dimension varies fastest. */
+		plan->stride[plan->k - 1] = 1;
+		for (int j = plan->k - 2; j >= 0; j--)
+			plan->stride[j] = plan->stride[j + 1] * (uint64_t) plan->ncell[j + 1];
+	}
+}
+
 /* Indices of a reproducible sample of at most m points of p. */
 static int64_t
 sample_points(const TcPoints *p, int64_t *out, int64_t m, uint64_t seed)
@@ -135,6 +154,13 @@ tc_grid_plan(TcJoin *join, bool allow_brute, TcGridPlan *plan, TcError *err)
 	double		sample_pairs;
 	double		reach = (eps > 0x1p-530 ? eps : 0x1p-530) * (1.0 + 1e-8);
 
+	/* Made once a join: the device's choice may have needed it already. */
+	if (join->have_plan)
+	{
+		*plan = join->plan;
+		pick(plan, allow_brute);
+		return TC_OK;
+	}
 	memset(plan, 0, sizeof(*plan));
 	di = scratch_alloc(join, SCRATCH_DIMS, sizeof(DimInfo) * d);
 	sa = scratch_alloc(join, SCRATCH_SAMPLE_A, sizeof(int64_t) * TC_GRID_SAMPLE);
@@ -228,21 +254,11 @@ tc_grid_plan(TcJoin *join, bool allow_brute, TcGridPlan *plan, TcError *err)
 			}
 	}
 	sample_pairs = join->self ? (double) ma * (double) (ma - 1) / 2 : (double) ma * (double) mb;
-	plan->k = tc_choose_grid_dims(join, plan, kmax, hits, sample_pairs, allow_brute);
+	tc_grid_costs(join, plan, kmax, hits, sample_pairs);
 	tc_free_scratch(join);
-
-	/*
-	 * k == 0 with a forced grid: no usable dimension (every extent is
-	 * zero, infinite or under three cells), so one cell holds everything.
-	 */
-	plan->brute = allow_brute && plan->k == 0;
-	if (plan->k > 0)
-	{
-		/* Key strides: the last grid dimension varies fastest. */
-		plan->stride[plan->k - 1] = 1;
-		for (int j = plan->k - 2; j >= 0; j--)
-			plan->stride[j] = plan->stride[j + 1] * (uint64_t) plan->ncell[j + 1];
-	}
+	join->plan = *plan;
+	join->have_plan = true;
+	pick(plan, allow_brute);
 	return TC_OK;
 
 nomem:

@@ -68,6 +68,7 @@ join_params(TcJoinParams *params, double eps, bool include_self, bool exact,
 	params->tensor_cores = (TcTensorCores) tc_tensor_cores_setting;
 	params->threads = tc_cpu_threads > 0 ? tc_cpu_threads : tc_cpu_count();
 	params->gpu_memory_limit = (size_t) tc_gpu_memory_limit_mb << 20;
+	params->gpu_full = (TcGpuFull) tc_gpu_full_setting;
 	params->overrides = tc_overrides;
 }
 
@@ -109,6 +110,7 @@ tc_selfjoin(PG_FUNCTION_ARGS)
 
 	mcxt = join_context();
 	t0 = tc_now();
+	tc_prewarm_for(PG_GETARG_OID(0), &params);
 	tc_load(PG_GETARG_OID(0), NameStr(*PG_GETARG_NAME(1)),
 			PG_ARGISNULL(3) ? NULL : NameStr(*PG_GETARG_NAME(3)), mcxt, &loaded);
 	t1 = tc_now();

@@ -24,6 +24,7 @@ int			tc_cpu_threads = 0;
 bool		tc_log_stats = false;
 int			tc_gpu_memory_limit_mb = 0;
 int			tc_tensor_cores_setting = TC_TENSOR_AUTO;
+int			tc_gpu_full_setting = TC_GPU_FULL_CPU;
 TcOverrides tc_overrides;		/* tcjoin.dev_overrides, parsed */
 
 static char *tc_dev_overrides = NULL;
@@ -45,6 +46,13 @@ static const struct config_enum_entry tensor_core_options[] = {
 	{"no", TC_TENSOR_OFF, true},
 	{"1", TC_TENSOR_ON, true},
 	{"0", TC_TENSOR_OFF, true},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry gpu_full_options[] = {
+	{"cpu", TC_GPU_FULL_CPU, false},
+	{"wait", TC_GPU_FULL_WAIT, false},
+	{"error", TC_GPU_FULL_ERROR, false},
 	{NULL, 0, false}
 };
 
@@ -87,7 +95,7 @@ void
 _PG_init(void)
 {
 	DefineCustomEnumVariable("tcjoin.device",
-							 "Where joins run: auto (a GPU when usable, else the CPU), cpu or gpu.",
+							 "Where joins run: auto (the device whose estimate is lower, tc_last_stats() says why), cpu or gpu.",
 							 NULL,
 							 &tc_device_setting,
 							 TC_DEVICE_AUTO,
@@ -119,6 +127,15 @@ _PG_init(void)
 							PGC_USERSET,
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
+	DefineCustomEnumVariable("tcjoin.gpu_full",
+							 "What a GPU join does when the GPU's memory is full: cpu (run on the CPU instead), wait (until memory is free) or error.",
+							 "cpu applies where tcjoin.device is auto; with device gpu it raises the error.  wait ends with the statement's cancel or timeout.",
+							 &tc_gpu_full_setting,
+							 TC_GPU_FULL_CPU,
+							 gpu_full_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 	DefineCustomEnumVariable("tcjoin.tensor_cores",
 							 "FP64 tensor cores for a GPU grid join's distance filter: auto (where they pay), on or off.",
 							 "The filter only discards pairs beyond a proven error margin; every returned pair is checked, and its distance computed, exactly.",

@@ -89,6 +89,13 @@ report_error(const TcError *err)
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("tcjoin: %s", err->message)));
 			break;
+		case TC_ERR_GPU_FULL:
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+					 errmsg("tcjoin: the GPU is out of memory: %s", err->message),
+					 errhint("Set tcjoin.gpu_full to 'wait' to wait for GPU memory, or "
+							 "to 'cpu' with tcjoin.device = auto to run such joins on the CPU.")));
+			break;
 		case TC_ERR_GPU:
 			ereport(ERROR,
 					(errcode(ERRCODE_SYSTEM_ERROR),

@@ -52,9 +52,19 @@ typedef struct LastStats
 	char		gpu_kernels[80];	/* GPU brute force: its kernels ("": none ran) */
 	int64		gpu_batches;	/* GPU joins: batches, reruns included (-1: CPU) */
 	int64		gpu_reruns;
+	char		device_choice[120]; /* the setting, or auto's reason */
+	double		auto_cpu_ms;	/* auto's estimates (0: not asked) */
+	double		auto_gpu_ms;
+	bool		gpu_new_context;
+	double		gpu_setup_ms;
+	double		gpu_full_wait_ms;
 } LastStats;
 
 static LastStats last_stats;
+
+/* tc_last_stats()'s columns in this version, and in 0.1.0 (its first ones). */
+#define TC_STATS_COLUMNS 30
+#define TC_STATS_COLUMNS_0_1 24
 
 /* Keep a finished join's statistics, and report them if asked to. */
 void
@@ -100,6 +110,12 @@ tc_record_stats(int64 n, int d, double eps, const TcRunStats *rs,
 		ls->gpu_batches = rs->join.gpu_batches;
 		ls->gpu_reruns = rs->join.gpu_reruns;
 	}
+	strlcpy(ls->device_choice, rs->join.device_choice, sizeof(ls->device_choice));
+	ls->auto_cpu_ms = rs->join.auto_cpu_seconds * 1000;
+	ls->auto_gpu_ms = rs->join.auto_gpu_seconds * 1000;
+	ls->gpu_new_context = rs->join.gpu_cold;
+	ls->gpu_setup_ms = rs->join.gpu_setup_seconds * 1000;
+	ls->gpu_full_wait_ms = rs->join.gpu_full_wait_seconds * 1000;
 
 	if (tc_log_stats)
 		ereport(INFO,
@@ -122,19 +138,25 @@ tc_last_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const LastStats *ls = &last_stats;
-	Datum		values[24];
-	bool		nulls[24] = {0};
+	Datum		values[TC_STATS_COLUMNS];
+	bool		nulls[TC_STATS_COLUMNS] = {0};
 	Datum		dims[8];
 	int			i = 0;
+	int			natts;
 
 	InitMaterializedSRF(fcinfo, 0);
-	/* An older SQL definition with this library: fail, never misread. */
-	if (rsinfo->setDesc->natts != (int) lengthof(values))
+	/*
+	 * Version 0.1.0's definition (before ALTER EXTENSION UPDATE) has the
+	 * first columns only, in the same order: it gets those.  Any other
+	 * shape is no definition this library knows: fail, never misread.
+	 */
+	natts = rsinfo->setDesc->natts;
+	if (natts != TC_STATS_COLUMNS && natts != TC_STATS_COLUMNS_0_1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("tc_last_stats() returns %d columns, but this tcjoin library fills %d",
-						rsinfo->setDesc->natts, (int) lengthof(values)),
-				 errhint("Recreate the extension: DROP EXTENSION tcjoin; CREATE EXTENSION tcjoin;")));
+						natts, TC_STATS_COLUMNS),
+				 errhint("Update the extension: ALTER EXTENSION tcjoin UPDATE;")));
 	/* No join yet, or another user's: no row. */
 	if (!ls->valid || ls->userid != GetUserId())
 		PG_RETURN_NULL();
@@ -173,6 +195,19 @@ tc_last_stats(PG_FUNCTION_ARGS)
 	values[i++] = Int64GetDatum(ls->gpu_batches);
 	nulls[i] = ls->gpu_reruns < 0;
 	values[i++] = Int64GetDatum(ls->gpu_reruns);
+	Assert(i == TC_STATS_COLUMNS_0_1);
+	values[i++] = CStringGetTextDatum(ls->device_choice);
+	nulls[i] = ls->auto_cpu_ms == 0 && ls->auto_gpu_ms == 0;
+	values[i++] = Float8GetDatum(ls->auto_cpu_ms);
+	nulls[i] = ls->auto_cpu_ms == 0 && ls->auto_gpu_ms == 0;
+	values[i++] = Float8GetDatum(ls->auto_gpu_ms);
+	/* the GPU's columns: NULL for a CPU join */
+	nulls[i] = ls->gpu_batches < 0;
+	values[i++] = BoolGetDatum(ls->gpu_new_context);
+	nulls[i] = ls->gpu_batches < 0;
+	values[i++] = Float8GetDatum(ls->gpu_setup_ms);
+	nulls[i] = ls->gpu_batches < 0;
+	values[i++] = Float8GetDatum(ls->gpu_full_wait_ms);
 	Assert(i == lengthof(values));
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	PG_RETURN_NULL();

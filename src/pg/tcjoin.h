@@ -15,6 +15,7 @@ extern int	tc_cpu_threads;
 extern bool tc_log_stats;
 extern int	tc_gpu_memory_limit_mb;
 extern int	tc_tensor_cores_setting;	/* a TcTensorCores */
+extern int	tc_gpu_full_setting;	/* a TcGpuFull */
 extern TcOverrides tc_overrides;	/* tcjoin.dev_overrides, parsed */
 
 /*
@@ -23,5 +24,11 @@ extern TcOverrides tc_overrides;	/* tcjoin.dev_overrides, parsed */
  */
 extern void tc_record_stats(int64 n, int d, double eps, const TcRunStats *rs,
 							double load_s, double total_s);
+
+/*
+ * Start making the GPU's context while relid is read, where the join will
+ * likely run on the GPU (prewarm.c).
+ */
+extern void tc_prewarm_for(Oid relid, const TcJoinParams *params);
 
 #endif							/* TCJOIN_TCJOIN_H */

@@ -171,5 +171,6 @@ void		test_overrides(void);		/* test_overrides.c */
 void		test_cancel(void);			/* test_cancel.c */
 void		test_signals(void);			/* test_threads.c */
 void		test_thread_cap(void);
+void		test_device_choice(void);	/* test_device.c */
 
 #endif							/* TC_TEST_HARNESS_H */

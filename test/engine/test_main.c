@@ -62,6 +62,7 @@ static const struct
 	{"cancel", test_cancel},
 	{"signals", test_signals},
 	{"threads", test_thread_cap},
+	{"device", test_device_choice},
 };
 
 static uint64_t

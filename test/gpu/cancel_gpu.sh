@@ -63,30 +63,49 @@ for spec in "grid|SELECT * FROM tc_selfjoin('g2', 'vec', 0.0002)" \
     for phase in load:$t_load index:$t_index join:$t_join output:$t_total; do
         pname=${phase%%:*} end=${phase#*:}
         : >"$WORK/delays"
+        # One session for the phase's runs: each a timed join, then the same
+        # join whole and the GPU's free memory (the context's, kept, and
+        # nothing of the cancelled join's).
         for ((r = 0; r < REPS; r++)); do
             # a moment inside the phase, spread over it (at least 1 ms)
             t=$(awk -v a="$prev" -v b="$end" -v r="$r" -v n="$REPS" \
                 'BEGIN { t = a + (b - a) * (r + 0.5) / n; if (t < 1) t = 1; printf "%d", t }')
-            # one session: the timed join, then the same join whole
-            out=$(psql -X -q -A -t -d "$DB" 2>&1 <<SQL
-SET tcjoin.device = $DEVICE;
+            cat <<SQL
+SELECT 'rep=$r $t';
 SET statement_timeout = $t;
 SELECT extract(epoch FROM clock_timestamp()) AS t0 \\gset
 SELECT 'count=' || count(*) FROM ($query) s;
 SELECT 'ms=' || round((extract(epoch FROM clock_timestamp()) - :t0) * 1000);
 RESET statement_timeout;
 SELECT 'count=' || count(*) FROM ($query) s;
+SELECT 'free=' || coalesce((SELECT free_memory_mb FROM tc_devices() LIMIT 1), 0);
 SQL
-)
-            ms=$(echo "$out" | sed -n 's/^ms=//p' | head -1)
-            got=$(echo "$out" | sed -n 's/^count=//p' | tail -1)
-            if echo "$out" | grep -q 'canceling statement due to statement timeout'; then
-                echo "$ms $t" | awk '{ printf "%.0f\n", $1 - $2 }' >>"$WORK/delays"
-                [ "$got" = "$count" ] || bad "$name $pname timeout $t ms: the next join gave $got, not $count"
-            elif [ "$got" != "$count" ]; then
-                bad "$name $pname timeout $t ms: the join finished with $got, not $count"
-            fi
-        done
+        done >"$WORK/phase.sql"
+        psql -X -q -A -t -d "$DB" -c "SET tcjoin.device = $DEVICE" -f "$WORK/phase.sql" >"$WORK/phase.out" 2>&1
+        # per run: "rep r t", then its lines up to the next run's
+        awk -v want="$count" -v out="$WORK/delays" -v bad="$WORK/bad" '
+            function done_rep() {
+                if (rep == "") return
+                if (cancelled) { printf "%.0f\n", ms - t >> out; if (last != want) printf "timeout %d ms: the next join gave %s, not %s\n", t, last, want >> bad }
+                else if (last != want) printf "timeout %d ms: the join finished with %s, not %s\n", t, last, want >> bad
+                if (free != "") print free > (out ".free")
+            }
+            /^rep=/ { done_rep(); split(substr($0, 5), f, " "); rep = f[1]; t = f[2]; cancelled = 0; last = ""; free = ""; next }
+            /canceling statement due to statement timeout/ { cancelled = 1; next }
+            /^ms=/ { ms = substr($0, 4); next }
+            /^count=/ { last = substr($0, 7); next }
+            /^free=/ { free = substr($0, 6); next }
+            END { done_rep() }' "$WORK/phase.out"
+        if [ -s "$WORK/bad" ]; then
+            while read -r line; do bad "$name $pname $line"; done <"$WORK/bad"
+            : >"$WORK/bad"
+        fi
+        # the GPU's free memory after every run: no run's memory left behind
+        read -r fmin fmax < <(sort -g "$WORK/delays.free" | awk 'NR == 1 { a = $1 } { b = $1 } END { print a, b }')
+        if [ -n "$fmin" ] && [ $((fmax - fmin)) -gt 64 ]; then
+            bad "$name $pname: the GPU's free memory after the runs varied from $fmin to $fmax MiB"
+        fi
+        rm -f "$WORK/delays.free"
         read -r med max < <(median_max <"$WORK/delays")
         runs=$(wc -l <"$WORK/delays")
         printf '%-8s %-7s %6d %8s %8s %8d\n' "$name" "$pname" "$runs" "$med" "$max" $((end - prev)) >>"$WORK/table"

@@ -1,0 +1,77 @@
+--
+-- device: where a join runs and why.  tcjoin.device = auto estimates the
+-- join on the CPU and on the GPU (its fixed costs included: a backend's
+-- first GPU join creates the CUDA context) and takes the lower;
+-- tc_last_stats() says which and why.  tcjoin.gpu_full says what a GPU
+-- join does when the GPU's memory is full.  Only facts that hold with and
+-- without a GPU are printed.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tcjoin;
+DROP SCHEMA IF EXISTS device CASCADE;
+CREATE SCHEMA device;
+RESET client_min_messages;
+SET search_path = device, public;
+
+SELECT setseed(0.5);
+CREATE TABLE small (id integer PRIMARY KEY, vec real[]);
+INSERT INTO small SELECT i, ARRAY[random(), random()] FROM generate_series(1, 500) i;
+-- the plain SQL reference
+CREATE TABLE small_ref AS
+  SELECT a.id AS id_a, b.id AS id_b,
+         sqrt((a.vec[1]::float8 - b.vec[1]) ^ 2 + (a.vec[2]::float8 - b.vec[2]) ^ 2) AS dist
+    FROM small a JOIN small b ON a.id < b.id
+   WHERE sqrt((a.vec[1]::float8 - b.vec[1]) ^ 2 + (a.vec[2]::float8 - b.vec[2]) ^ 2) <= 0.02;
+
+-- tcjoin.device = cpu: the setting is the reason; no estimates.
+SET tcjoin.device = cpu;
+SELECT count(*) FROM (SELECT * FROM tc_selfjoin('small', 'vec', 0.02)
+                      EXCEPT SELECT * FROM small_ref) s;
+SELECT device, device_choice, auto_cpu_ms IS NULL AS no_estimates,
+       gpu_new_context IS NULL AND gpu_setup_ms IS NULL AND gpu_full_wait_ms IS NULL AS no_gpu_columns
+  FROM tc_last_stats();
+
+-- auto, 500 points: the CPU's estimate is under any GPU join's fixed
+-- costs, on every machine: the CPU, CUDA not even asked.
+SET tcjoin.device = auto;
+SELECT (SELECT count(*) FROM tc_selfjoin('small', 'vec', 0.02)) = (SELECT count(*) FROM small_ref) AS same_count;
+SELECT device, device_choice,
+       auto_cpu_ms > 0 AND auto_cpu_ms < auto_gpu_ms AS cpu_lower,
+       auto_gpu_ms >= 1 AS gpu_costs_its_setup
+  FROM tc_last_stats();
+SELECT count(*) FROM (SELECT * FROM tc_selfjoin('small', 'vec', 0.02, include_self => true)
+                      EXCEPT (SELECT * FROM small_ref UNION ALL SELECT id, id, 0 FROM small)) s;
+
+-- Two point sets: the CPU (the GPU takes self-joins only).
+SELECT count(*) > 0 AS pairs FROM tc_join('small', 'vec', 'small', 'vec', 0.02);
+SELECT device, device_choice FROM tc_last_stats();
+
+-- tcjoin.gpu_full: cpu by default; wait and error; nothing else.
+SHOW tcjoin.gpu_full;
+SET tcjoin.gpu_full = wait;
+SHOW tcjoin.gpu_full;
+SET tcjoin.gpu_full = error;
+SHOW tcjoin.gpu_full;
+SET tcjoin.gpu_full = queue;
+SET tcjoin.gpu_full = '';
+RESET tcjoin.gpu_full;
+SHOW tcjoin.gpu_full;
+-- It changes nothing where the GPU is not full (or absent).
+SET tcjoin.gpu_full = error;
+SELECT count(*) FROM (SELECT * FROM tc_selfjoin('small', 'vec', 0.02)
+                      EXCEPT SELECT * FROM small_ref) s;
+RESET tcjoin.gpu_full;
+
+-- A role sees the reason of its own joins only (as every statistic).
+CREATE ROLE device_other;
+GRANT USAGE ON SCHEMA device TO device_other;
+SET ROLE device_other;
+SELECT count(*) AS rows_for_another_role FROM tc_last_stats();
+RESET ROLE;
+SELECT device_choice IS NOT NULL AS own_row FROM tc_last_stats();
+REVOKE USAGE ON SCHEMA device FROM device_other;
+DROP ROLE device_other;
+
+RESET tcjoin.device;
+SET client_min_messages = warning;
+DROP SCHEMA device CASCADE;

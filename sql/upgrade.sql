@@ -1,0 +1,55 @@
+--
+-- upgrade: ALTER EXTENSION tcjoin UPDATE from every earlier version gives
+-- the objects a fresh install of the current version has, and the library
+-- serves an earlier version's definitions until the update.  In a database
+-- of its own, so that the other tests' objects are untouched.
+--
+SELECT current_database() AS regress_db \gset
+SET client_min_messages = warning;
+DROP DATABASE IF EXISTS tcjoin_upgrade;
+CREATE DATABASE tcjoin_upgrade;
+RESET client_min_messages;
+\c tcjoin_upgrade
+SET client_min_messages = warning;
+
+CREATE EXTENSION tcjoin VERSION '0.1.0';
+SELECT extversion FROM pg_extension WHERE extname = 'tcjoin';
+CREATE TABLE pts AS
+  SELECT i AS id, ARRAY[i % 7, i / 7]::real[] AS vec FROM generate_series(1, 49) i;
+CREATE VIEW ref AS
+  SELECT count(*) AS pairs FROM pts a JOIN pts b ON a.id < b.id
+   WHERE sqrt((a.vec[1]::float8 - b.vec[1]) ^ 2 + (a.vec[2]::float8 - b.vec[2]) ^ 2) <= 1.0;
+-- 0.1.0's tc_last_stats() (24 columns) from this library: its columns, right.
+SELECT count(*) = (TABLE ref) AS right FROM tc_selfjoin('pts', 'vec', 1.0, id_column => 'id');
+SELECT n, d, pairs = (TABLE ref) AS right FROM tc_last_stats();
+SELECT count(*) AS columns FROM pg_proc, unnest(proargnames) WHERE proname = 'tc_last_stats';
+
+ALTER EXTENSION tcjoin UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'tcjoin';
+SELECT count(*) = (TABLE ref) AS right FROM tc_selfjoin('pts', 'vec', 1.0, id_column => 'id');
+SELECT n, d, pairs = (TABLE ref) AS right, device_choice IS NOT NULL AS has_choice FROM tc_last_stats();
+
+-- The updated functions against a fresh install's: the same signatures,
+-- results, properties and comments.
+CREATE TABLE updated AS
+  SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args,
+         pg_get_function_result(p.oid) AS result, p.provolatile, p.proparallel,
+         p.proisstrict, p.prorows, obj_description(p.oid, 'pg_proc') AS comment
+    FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
+    JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'tcjoin';
+DROP EXTENSION tcjoin;
+CREATE EXTENSION tcjoin;
+CREATE TABLE fresh AS
+  SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args,
+         pg_get_function_result(p.oid) AS result, p.provolatile, p.proparallel,
+         p.proisstrict, p.prorows, obj_description(p.oid, 'pg_proc') AS comment
+    FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
+    JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'tcjoin';
+SELECT count(*) AS functions FROM fresh;
+SELECT 'only after update' AS side, * FROM (TABLE updated EXCEPT TABLE fresh) u
+UNION ALL
+SELECT 'only in a fresh install', * FROM (TABLE fresh EXCEPT TABLE updated) f;
+
+\c :regress_db
+SET client_min_messages = warning;
+DROP DATABASE tcjoin_upgrade;

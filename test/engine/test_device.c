@@ -1,0 +1,177 @@
+/*
+ * test_device.c
+ *		Where a join runs (choose.c's tc_choose_device): the settings, auto's
+ *		estimates and its reason in the stats, and the grid plan made once a
+ *		join for every choice that needs it.  Built without CUDA, auto ends
+ *		on the CPU either because its estimate is under any GPU join's fixed
+ *		costs (CUDA not even asked) or because there is no GPU; the GPU
+ *		suite checks the rest on a GPU.
+ */
+#include "test_harness.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "choose.h"
+
+/* n uniform points of d dimensions in [0, 1). */
+static double *
+uniform_points(int64_t n, int d, uint64_t seed)
+{
+	Rng			r;
+	double	   *x = malloc(sizeof(double) * (size_t) (n > 0 ? n : 1) * d);
+
+	rng_seed(&r, seed);
+	for (int64_t i = 0; i < n * d; i++)
+		x[i] = rng_uniform(&r);
+	return x;
+}
+
+/* tc_choose_device on a fresh join; the join is left for the caller's checks. */
+static TcJoin *
+chosen(const TcPoints *a, const TcPoints *b, TcDevice device, TcMethod method,
+	   double eps, TcStatus *st, bool *use_gpu, TcError *err)
+{
+	TcJoinParams p = make_params(eps, method, 2, false);
+	TcJoin	   *join;
+
+	p.device = device;
+	memset(err, 0, sizeof(*err));
+	join = tc_join_create(a, b, &p, err);
+	if (join == NULL)
+	{
+		*st = err->status;
+		return NULL;
+	}
+	*st = tc_choose_device(join, use_gpu, err);
+	return join;
+}
+
+void
+test_device_choice(void)
+{
+	double	   *small = uniform_points(500, 2, 11);
+	double	   *big = uniform_points(20000, 64, 12);
+	TcPoints	ps = {small, 500, 2, TC_FLOAT8};
+	TcPoints	pb = {big, 20000, 64, TC_FLOAT8};
+	TcJoinStats s;
+	TcError		err;
+	TcStatus	st;
+	bool		gpu;
+	TcJoin	   *j;
+
+	case_begin("device: tcjoin.device = cpu says so");
+	j = chosen(&ps, NULL, TC_DEVICE_CPU, TC_METHOD_AUTO, 0.01, &st, &gpu, &err);
+	CHECK(j != NULL && st == TC_OK && !gpu, "status %s", tc_status_name(st));
+	if (j)
+	{
+		tc_join_get_stats(j, &s);
+		CHECK(strcmp(s.device_choice, "tcjoin.device = cpu") == 0, "choice \"%s\"", s.device_choice);
+		CHECK(s.auto_cpu_seconds == 0 && s.auto_gpu_seconds == 0, "estimates without auto");
+	}
+	tc_join_destroy(j);
+	case_end();
+
+	case_begin("device: gpu without a GPU fails with the reason");
+	j = chosen(&ps, NULL, TC_DEVICE_GPU, TC_METHOD_AUTO, 0.01, &st, &gpu, &err);
+	CHECK(st == TC_ERR_NO_GPU && strstr(err.message, "without CUDA") != NULL,
+		  "status %s, \"%s\"", tc_status_name(st), err.message);
+	tc_join_destroy(j);
+	case_end();
+
+	case_begin("device: auto, two point sets on the CPU");
+	j = chosen(&ps, &ps, TC_DEVICE_AUTO, TC_METHOD_AUTO, 0.01, &st, &gpu, &err);
+	CHECK(j != NULL && st == TC_OK && !gpu, "status %s", tc_status_name(st));
+	if (j)
+	{
+		tc_join_get_stats(j, &s);
+		CHECK(strstr(s.device_choice, "two point sets") != NULL, "choice \"%s\"", s.device_choice);
+	}
+	tc_join_destroy(j);
+	case_end();
+
+	/* 500 points: far under a GPU join's set-up, whatever the GPU */
+	case_begin("device: auto, a small join stays on the CPU without asking CUDA");
+	j = chosen(&ps, NULL, TC_DEVICE_AUTO, TC_METHOD_AUTO, 0.01, &st, &gpu, &err);
+	CHECK(j != NULL && st == TC_OK && !gpu, "status %s", tc_status_name(st));
+	if (j)
+	{
+		tc_join_get_stats(j, &s);
+		CHECK(strstr(s.device_choice, "under a GPU join's fixed costs") != NULL,
+			  "choice \"%s\"", s.device_choice);
+		CHECK(s.auto_cpu_seconds > 0 && s.auto_cpu_seconds <= s.auto_gpu_seconds,
+			  "estimates cpu %g s, gpu %g s", s.auto_cpu_seconds, s.auto_gpu_seconds);
+	}
+	tc_join_destroy(j);
+	case_end();
+
+	/* 20,000 x 64 by brute force: seconds of CPU, so only the missing GPU keeps it there */
+	case_begin("device: auto, a large join asks for a GPU and says there is none");
+	j = chosen(&pb, NULL, TC_DEVICE_AUTO, TC_METHOD_BRUTE, 0.5, &st, &gpu, &err);
+	CHECK(j != NULL && st == TC_OK && !gpu, "status %s", tc_status_name(st));
+	if (j)
+	{
+		tc_join_get_stats(j, &s);
+		CHECK(strstr(s.device_choice, "auto: no GPU (tcjoin was built without CUDA") != NULL,
+			  "choice \"%s\"", s.device_choice);
+		CHECK(s.auto_cpu_seconds > 0.05, "cpu estimate %g s", s.auto_cpu_seconds);
+	}
+	tc_join_destroy(j);
+	case_end();
+
+	/* The plan is made once: a second call re-picks from the same costs. */
+	case_begin("device: the grid plan, once a join, for every choice");
+	j = chosen(&ps, NULL, TC_DEVICE_AUTO, TC_METHOD_AUTO, 0.01, &st, &gpu, &err);
+	if (j)
+	{
+		TcGridPlan	p1,
+					p2;
+
+		CHECK(tc_grid_plan(j, true, &p1, &err) == TC_OK, "plan");
+		CHECK(tc_grid_plan(j, false, &p2, &err) == TC_OK, "plan again");
+		CHECK(p1.kmax == p2.kmax && p1.kmax >= 1, "kmax %d, %d", p1.kmax, p2.kmax);
+		CHECK(p2.k >= 1 || p2.kmax == 0, "a forced grid chose k = 0 with %d dimensions", p2.kmax);
+		CHECK(p1.est_cost == p1.cost_k[p1.k] && p2.est_cost == p2.cost_k[p2.k],
+			  "est_cost is not the chosen plan's");
+		for (int k = 1; k <= p1.kmax; k++)
+			CHECK(p1.cost_k[k] == p2.cost_k[k] && p1.cand_k[k] == p2.cand_k[k],
+				  "costs differ at k = %d", k);
+		/* brute force competes only when allowed */
+		CHECK(p1.cost_k[p1.k] <= p1.cost_k[0] && p2.cost_k[p2.k] <= p2.cost_k[p2.kmax],
+			  "not the cheapest");
+	}
+	tc_join_destroy(j);
+	case_end();
+
+	/* And the join then runs with the reason in its stats. */
+	case_begin("device: the stats keep auto's reason through the run");
+	{
+		TcJoinParams p = make_params(0.01, TC_METHOD_AUTO, 2, false);
+		PairVec		want = {0};
+		Collector	c;
+		TcSink		sink = {collect_emit, collect_poll, &c};
+
+		p.device = TC_DEVICE_AUTO;
+		memset(&c, 0, sizeof(c));
+		c.owner = pthread_self();
+		j = tc_join_create(&ps, NULL, &p, &err);
+		CHECK(j != NULL && tc_join_run(j, &sink, &err) == TC_OK, "run: %s", err.message);
+		if (j)
+		{
+			tc_join_get_stats(j, &s);
+			CHECK(strcmp(s.device, "cpu") == 0 && strstr(s.device_choice, "auto: ") == s.device_choice,
+				  "device %s, choice \"%s\"", s.device, s.device_choice);
+		}
+		ref_join(&ps, NULL, 0.01, false, &want);
+		pairvec_sort(&c.pairs, true, ps.n);
+		if (compare_pairs(g_label, &c.pairs, &want, MAX_CASE_LINES) > 0)
+			g_case_fails++;
+		pairvec_free(&c.pairs);
+		pairvec_free(&want);
+		tc_join_destroy(j);
+	}
+	case_end();
+	free(small);
+	free(big);
+}
