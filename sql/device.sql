@@ -62,6 +62,26 @@ SELECT count(*) FROM (SELECT * FROM tc_selfjoin('small', 'vec', 0.02)
                       EXCEPT SELECT * FROM small_ref) s;
 RESET tcjoin.gpu_full;
 
+-- tcjoin.gpu_prewarm: off by default; a superuser's setting (every backend
+-- that has it holds a CUDA context); on, a join runs as before (without a
+-- GPU there is nothing to make).
+SHOW tcjoin.gpu_prewarm;
+CREATE ROLE device_user;
+GRANT USAGE ON SCHEMA device TO device_user;
+GRANT SELECT ON small TO device_user;
+SET ROLE device_user;
+SET tcjoin.gpu_prewarm = on;
+SHOW tcjoin.gpu_prewarm;
+RESET ROLE;
+SET tcjoin.gpu_prewarm = on;
+SHOW tcjoin.gpu_prewarm;
+SELECT count(*) FROM (SELECT * FROM tc_selfjoin('small', 'vec', 0.02)
+                      EXCEPT SELECT * FROM small_ref) s;
+RESET tcjoin.gpu_prewarm;
+REVOKE ALL ON small FROM device_user;
+REVOKE USAGE ON SCHEMA device FROM device_user;
+DROP ROLE device_user;
+
 -- A role sees the reason of its own joins only (as every statistic).
 CREATE ROLE device_other;
 GRANT USAGE ON SCHEMA device TO device_other;

@@ -31,6 +31,10 @@ static char cached_reason[256];
 static bool prewarm_running;	/* the caller's thread's only */
 static pthread_t prewarm_thread;
 static __thread bool in_prewarm;	/* this is the prewarm's thread */
+static bool prewarm_made;		/* it made the context, and no join has said so yet */
+static double prewarm_waited;	/* the caller's seconds blocked on it, since then */
+
+static bool opened[TC_MAX_DEVICES];
 
 /* On the caller's thread: the prewarm's work done first. */
 static inline void
@@ -38,8 +42,12 @@ prewarm_done(void)
 {
 	if (!in_prewarm && prewarm_running)
 	{
+		double		t0 = tc_now();
+
 		pthread_join(prewarm_thread, NULL);
 		prewarm_running = false;
+		prewarm_waited += tc_now() - t0;
+		prewarm_made = opened[0];
 	}
 }
 
@@ -70,8 +78,6 @@ tc_gpu_count(char *reason, size_t reasonlen)
 		set_reason(reason, reasonlen, cached_reason);
 	return cached_count;
 }
-
-static bool opened[TC_MAX_DEVICES];
 
 extern "C" bool
 tc_gpu_ready(int device)
@@ -138,6 +144,19 @@ extern "C" void
 tc_gpu_prewarm_wait(void)
 {
 	prewarm_done();
+}
+
+extern "C" bool
+tc_gpu_prewarm_claim(double *waited)
+{
+	bool		made;
+
+	prewarm_done();
+	made = prewarm_made;
+	*waited = prewarm_waited;
+	prewarm_made = false;
+	prewarm_waited = 0;
+	return made;
 }
 
 /* Properties are asked once a process: they do not change under it. */

@@ -453,7 +453,13 @@ gpu_join_begin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params
 	g->ov = params->overrides;
 	g->sink = sink;
 	g->stats = stats;
-	stats->gpu_cold = !tc_gpu_ready(g->device);
+	{
+		/* a context a prewarm made for this join is this join's, and so is the wait for it */
+		double		waited;
+
+		stats->gpu_cold = tc_gpu_prewarm_claim(&waited) || !tc_gpu_ready(g->device);
+		stats->gpu_setup_seconds += waited;
+	}
 	t0 = tc_now();
 	st = with_signals_blocked([g, err] { return open_resources(g, err); });
 	stats->gpu_setup_seconds += tc_now() - t0;

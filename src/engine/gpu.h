@@ -64,6 +64,13 @@ extern bool tc_gpu_ready(int device);
 extern void tc_gpu_prewarm(void);
 extern void tc_gpu_prewarm_wait(void);
 
+/*
+ * Whether a prewarm made the context since the last claim, and the seconds
+ * the caller's thread waited for it meanwhile (both then cleared): the
+ * first GPU join after it reports the context as its own.
+ */
+extern bool tc_gpu_prewarm_claim(double *waited);
+
 typedef struct TcGpuJoin TcGpuJoin;
 
 /*

@@ -50,6 +50,13 @@ tc_gpu_prewarm_wait(void)
 {
 }
 
+bool
+tc_gpu_prewarm_claim(double *waited)
+{
+	*waited = 0;
+	return false;
+}
+
 /* Every join: no handle, and the reason. */
 static TcStatus
 no_gpu(TcGpuJoin **handle, TcError *err)

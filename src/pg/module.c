@@ -25,6 +25,7 @@ bool		tc_log_stats = false;
 int			tc_gpu_memory_limit_mb = 0;
 int			tc_tensor_cores_setting = TC_TENSOR_AUTO;
 int			tc_gpu_full_setting = TC_GPU_FULL_CPU;
+bool		tc_gpu_prewarm_setting = false;
 TcOverrides tc_overrides;		/* tcjoin.dev_overrides, parsed */
 
 static char *tc_dev_overrides = NULL;
@@ -91,6 +92,14 @@ assign_dev_overrides(const char *newval, void *extra)
 		memset(&tc_overrides, 0, sizeof(tc_overrides));
 }
 
+/* tcjoin.gpu_prewarm turned on: the context now, on a thread of its own. */
+static void
+assign_gpu_prewarm(bool newval, void *extra)
+{
+	if (newval)
+		tc_prewarm_backend();
+}
+
 void
 _PG_init(void)
 {
@@ -136,6 +145,14 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("tcjoin.gpu_prewarm",
+							 "Make this backend's CUDA context as soon as the backend starts (with tcjoin in session_preload_libraries) or the setting is turned on.",
+							 "A backend's first GPU join otherwise waits for it.  The context holds GPU memory until the backend ends.",
+							 &tc_gpu_prewarm_setting,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, assign_gpu_prewarm, NULL);
 	DefineCustomEnumVariable("tcjoin.tensor_cores",
 							 "FP64 tensor cores for a GPU grid join's distance filter: auto (where they pay), on or off.",
 							 "The filter only discards pairs beyond a proven error margin; every returned pair is checked, and its distance computed, exactly.",

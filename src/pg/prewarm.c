@@ -7,12 +7,15 @@
  * With tcjoin.device = gpu every self-join starts it; with auto, only a
  * table the planner's statistics put at TC_PREWARM_MIN_ROWS or more, where
  * the GPU likely wins: a context holds GPU memory for the backend's life,
- * which a backend of small joins should not take.
+ * which a backend of small joins should not take.  tcjoin.gpu_prewarm
+ * starts it when the backend starts (the library preloaded) or when the
+ * setting is turned on, so that even a small first join finds it made.
  */
 #include "postgres.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_class.h"
+#include "miscadmin.h"
 #include "storage/ipc.h"
 #include "utils/syscache.h"
 
@@ -27,6 +30,25 @@ static void
 prewarm_exit(int code, Datum arg)
 {
 	tc_device_prewarm_wait();
+}
+
+static void
+prewarm_start(void)
+{
+	if (!exit_hook)
+	{
+		on_proc_exit(prewarm_exit, (Datum) 0);
+		exit_hook = true;
+	}
+	tc_device_prewarm();
+}
+
+void
+tc_prewarm_backend(void)
+{
+	/* never in the postmaster (CUDA there breaks its children) nor a helper process */
+	if (IsUnderPostmaster && MyBackendType == B_BACKEND)
+		prewarm_start();
 }
 
 void
@@ -46,10 +68,5 @@ tc_prewarm_for(Oid relid, const TcJoinParams *params)
 		if (reltuples < TC_PREWARM_MIN_ROWS)
 			return;
 	}
-	if (!exit_hook)
-	{
-		on_proc_exit(prewarm_exit, (Datum) 0);
-		exit_hook = true;
-	}
-	tc_device_prewarm();
+	prewarm_start();
 }

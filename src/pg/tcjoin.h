@@ -16,6 +16,7 @@ extern bool tc_log_stats;
 extern int	tc_gpu_memory_limit_mb;
 extern int	tc_tensor_cores_setting;	/* a TcTensorCores */
 extern int	tc_gpu_full_setting;	/* a TcGpuFull */
+extern bool tc_gpu_prewarm_setting;
 extern TcOverrides tc_overrides;	/* tcjoin.dev_overrides, parsed */
 
 /*
@@ -30,5 +31,8 @@ extern void tc_record_stats(int64 n, int d, double eps, const TcRunStats *rs,
  * likely run on the GPU (prewarm.c).
  */
 extern void tc_prewarm_for(Oid relid, const TcJoinParams *params);
+
+/* The same for this backend as a whole (tcjoin.gpu_prewarm); not in the postmaster. */
+extern void tc_prewarm_backend(void);
 
 #endif							/* TCJOIN_TCJOIN_H */

@@ -95,13 +95,13 @@ SET tcjoin.device = cpu;
 $query;
 CREATE TEMP TABLE t (dev text, ms float8, est_cpu float8, est_gpu float8, ran text, why text);
 DO \$\$
-DECLARE r record;
+DECLARE dev text;
 BEGIN
     FOR k IN 1 .. 3 LOOP
-        FOREACH r.dev IN ARRAY ARRAY['cpu', 'gpu', 'auto'] LOOP
-            PERFORM set_config('tcjoin.device', r.dev, false);
+        FOREACH dev IN ARRAY ARRAY['cpu', 'gpu', 'auto'] LOOP
+            PERFORM set_config('tcjoin.device', dev, false);
             PERFORM count(*) FROM tc_selfjoin('${rel}_$n', 'vec', $eps, id_column => 'id');
-            INSERT INTO t SELECT r.dev, total_ms, auto_cpu_ms, auto_gpu_ms, device, device_choice FROM tc_last_stats();
+            INSERT INTO t SELECT dev, total_ms, auto_cpu_ms, auto_gpu_ms, device, device_choice FROM tc_last_stats();
         END LOOP;
     END LOOP;
 END \$\$;

@@ -57,6 +57,7 @@ SELECT setseed(0.75);
 CREATE TABLE h64 AS SELECT i AS id,
     (SELECT array_agg((random() - 0.5)::real) FROM generate_series(1, 64) k WHERE i > 0) AS vec
     FROM generate_series(1, 50000) i;
+ALTER TABLE h64 ADD PRIMARY KEY (id);
 VACUUM ANALYZE h64;
 CREATE TABLE ref AS SELECT 1.45::float8 AS eps, 0::bigint AS pairs;
 CREATE TABLE gf_log (at timestamptz DEFAULT clock_timestamp(), device text, choice text,
