@@ -148,17 +148,6 @@ struct StageRing
 		CLUSTER ? mbar_arrive_remote<false>(lead_empty0 + 8 * s) : mbar_arrive(empty0 + 8 * s);
 	}
 
-	/*
-	 * The same for the stage of an item's first slice, whose control word
-	 * lane 0 read: with clusters released at cluster scope, so that the read
-	 * comes before the producer's next write of the word (in the other
-	 * block).  Once an item, not every slice: a release holds the warp back.
-	 */
-	template <bool CLUSTER>
-	__device__ void release_ctrl(int s) const
-	{
-		CLUSTER ? mbar_arrive_remote<true>(lead_empty0 + 8 * s) : mbar_arrive(empty0 + 8 * s);
-	}
 };
 
 #endif							/* TC_HAVE_WGMMA */

@@ -109,14 +109,8 @@ wg_producer(const CUtensorMap *tm, const BruteBatch &b, const StageRing &ring, i
 			const unsigned int fb = ring.full(s);
 			const unsigned int bbytes = (bj1 == TILE_NONE ? 1 : 2) * WG_TILE_BYTES;
 
-			/*
-			 * CLUSTER: both blocks' consumers have returned the stage; before
-			 * the control word's write, at cluster scope (release_ctrl).
-			 */
-			if (CLUSTER && kb == 0)
-				mbar_wait_as<false, true>(ring.empty(s), StageRing::phase(it) ^ 1);
-			else
-				mbar_wait(ring.empty(s), StageRing::phase(it) ^ 1);
+			/* CLUSTER: both blocks' consumers have returned the stage */
+			mbar_wait(ring.empty(s), StageRing::phase(it) ^ 1);
 			if (kb == 0)
 			{
 				ctrl[s] = stop;
@@ -217,12 +211,7 @@ wg_mainloop(float (&d)[128], const StageRing &ring, int dpad, int nk, int wgi, i
 		/* The previous slice's MMAs are done: its stage goes back to the producer. */
 		wgmma_wait<1>();
 		if (prev >= 0 && lane == 0)
-		{
-			if (kb == 1)		/* the item's first slice, which carried the control word */
-				ring.release_ctrl<CLUSTER>(prev);
-			else
-				ring.release<CLUSTER>(prev);
-		}
+			ring.release<CLUSTER>(prev);
 		prev = s;
 	}
 }
@@ -343,8 +332,8 @@ wg_consumer(const BruteDev &g, const BruteBatch &b, const StageRing &ring, const
 		mbar_wait_as<true, CLUSTER>(ring.full(StageRing::stage(it)), StageRing::phase(it));
 		/*
 		 * Lane 0 alone reads the word: its own arrival on the stage's empty
-		 * barrier (release_ctrl) then orders the read before the producer's
-		 * next write; the other lanes' reads would be ordered by nothing.
+		 * barrier then orders the read before the producer's next write; the
+		 * other lanes' reads would be ordered by nothing.
 		 */
 		int			no_more = 0;
 
@@ -382,12 +371,7 @@ wg_consumer(const BruteDev &g, const BruteBatch &b, const StageRing &ring, const
 			turn_pass(wgi);
 		wgmma_wait<0>();
 		if (lane == 0)
-		{
-			if (nk == 1)
-				ring.release_ctrl<CLUSTER>(prev);
-			else
-				ring.release<CLUSTER>(prev);
-		}
+			ring.release<CLUSTER>(prev);
 		/*
 		 * The warpgroup's copies have landed.  (Its other buffer, the next
 		 * item's, is free: every warp of the group passed this barrier of

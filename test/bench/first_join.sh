@@ -34,11 +34,16 @@ BEGIN
 END \$\$;
 SQL
 
-# One fresh session: the join three times, each with its stats.
+# One fresh session: the join three times, each with its stats.  With
+# PREWARM set, the session preloads tcjoin with tcjoin.gpu_prewarm on, and
+# its first statement waits PREWARM seconds (a pooled connection's idle
+# time before its first query).
 session() {
     local query=$1
-    psql -X -q -A -t -F ' ' -d "$DB" <<SQL
+    PGOPTIONS=${PREWARM:+-c session_preload_libraries=tcjoin -c tcjoin.gpu_prewarm=on} \
+        psql -X -q -A -t -F ' ' -d "$DB" <<SQL
 SET tcjoin.device = gpu;
+${PREWARM:+SELECT pg_sleep($PREWARM);}
 \\timing on
 SELECT count(*) FROM ($query) s;
 SELECT 'stats', round(total_ms::numeric, 1), gpu_new_context, round(gpu_setup_ms::numeric, 1),
@@ -52,7 +57,12 @@ SELECT 'stats', round(total_ms::numeric, 1), gpu_new_context, round(gpu_setup_ms
 SQL
 }
 
-echo "== a backend's first GPU join against its second and third (medians of $REPS sessions, ms)"
+for PREWARM in "" 0.5; do
+if [ -z "$PREWARM" ]; then
+    echo "== a backend's first GPU join against its second and third (medians of $REPS sessions, ms)"
+else
+    echo "== the same with tcjoin.gpu_prewarm, the first join $PREWARM s after the session started"
+fi
 printf '%-34s %4s %9s %8s %8s %8s %8s %8s\n' join run statement total setup load index join
 for spec in "u2 1000|SELECT * FROM tc_selfjoin('u2_1000', 'vec', 0.01, id_column => 'id')" \
             "u2 1000000|SELECT * FROM tc_selfjoin('u2_1000000', 'vec', 0.0015, id_column => 'id')" \
@@ -77,6 +87,7 @@ for spec in "u2 1000|SELECT * FROM tc_selfjoin('u2_1000', 'vec', 0.01, id_column
         newctx=$(awk '{ print $5 }' "$WORK/ri" | sort | uniq -c | tr -s ' ' | tr '\n' ',')
         printf '%-34s %4s %s  (new context: %s)\n' "$name" "$i" "$row" "$newctx"
     done
+done
 done
 
 echo

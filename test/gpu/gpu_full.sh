@@ -59,7 +59,7 @@ CREATE TABLE h64 AS SELECT i AS id,
     FROM generate_series(1, 50000) i;
 ALTER TABLE h64 ADD PRIMARY KEY (id);
 VACUUM ANALYZE h64;
-CREATE TABLE ref AS SELECT 1.45::float8 AS eps, 0::bigint AS pairs;
+CREATE TABLE ref AS SELECT 2.4::float8 AS eps, 0::bigint AS pairs;
 CREATE TABLE gf_log (at timestamptz DEFAULT clock_timestamp(), device text, choice text,
                      ok boolean, err text, limited boolean);
 SET tcjoin.device = cpu;
@@ -81,7 +81,7 @@ BEGIN
 END $$;
 SQL
 want=$(q_db "$DB" -c "SELECT pairs FROM ref")
-echo "# h64: 50,000 x 64 real[], eps 1.45: $want pairs (CPU)"
+echo "# h64: 50,000 x 64 real[], eps 2.4: $want pairs (CPU)"
 base_used=$(gpu_used)
 
 # A session kept open on fd 3 that has made its CUDA context (a GPU join)
@@ -89,7 +89,7 @@ base_used=$(gpu_used)
 mkfifo "$WORK/warm.in"
 psql -X -q -A -t -d "$DB" <"$WORK/warm.in" >"$WORK/warm" 2>&1 &
 exec 3>"$WORK/warm.in"
-echo "SET tcjoin.device = gpu; SELECT 'first=' || count(*) FROM tc_selfjoin('h64', 'vec', 1.45);" >&3
+echo "SET tcjoin.device = gpu; SELECT 'first=' || count(*) FROM tc_selfjoin('h64', 'vec', 2.4);" >&3
 for _ in $(seq 1 600); do grep -q '^first=' "$WORK/warm" && break; sleep 0.1; done
 check "a warm session's first GPU join" "grep -q '^first=$want\$' '$WORK/warm'" "$(head -3 "$WORK/warm")"
 
@@ -98,21 +98,21 @@ start_hog 64
 # A fresh backend: no context, and none can be made.
 run() { psql -X -q -A -t -d "$DB" "$@" 2>&1; }
 out=$(run -c "SET tcjoin.device = gpu" -c "SET tcjoin.gpu_full = error" \
-          -c "SELECT count(*) FROM tc_selfjoin('h64', 'vec', 1.45)")
+          -c "SELECT count(*) FROM tc_selfjoin('h64', 'vec', 2.4)")
 echo "# cold, gpu, error: $out"
 check "cold backend, gpu_full = error: the GPU-full message" \
       "echo \"\$out\" | grep -q 'ERROR:  tcjoin: the GPU is out of memory'" "$out"
-out=$(run -c "SET tcjoin.device = gpu" -c "SELECT count(*) FROM tc_selfjoin('h64', 'vec', 1.45)")
+out=$(run -c "SET tcjoin.device = gpu" -c "SELECT count(*) FROM tc_selfjoin('h64', 'vec', 2.4)")
 check "cold backend, device gpu with gpu_full = cpu: still the error (gpu never runs on the CPU)" \
       "echo \"\$out\" | grep -q 'ERROR:  tcjoin: the GPU is out of memory'" "$out"
-out=$(run -c "SET tcjoin.device = auto" -c "SELECT count(*) FROM tc_selfjoin('h64', 'vec', 1.45)" \
+out=$(run -c "SET tcjoin.device = auto" -c "SELECT count(*) FROM tc_selfjoin('h64', 'vec', 2.4)" \
           -c "SELECT device || '|' || device_choice FROM tc_last_stats()")
 echo "# cold, auto, cpu: $(echo $out)"
 check "cold backend, auto with gpu_full = cpu: the answer, from the CPU, and why" \
       "[ \"\$(echo \"\$out\" | head -1)\" = '$want' ] && echo \"\$out\" | grep -q '^cpu|auto: .*memory was full'" "$out"
 t0=$(date +%s%N)
 out=$(run -c "SET tcjoin.device = gpu" -c "SET tcjoin.gpu_full = wait" -c "SET statement_timeout = 1500" \
-          -c "SELECT count(*) FROM tc_selfjoin('h64', 'vec', 1.45)")
+          -c "SELECT count(*) FROM tc_selfjoin('h64', 'vec', 2.4)")
 ms=$((($(date +%s%N) - t0) / 1000000))
 check "cold backend, gpu_full = wait: statement_timeout ends the wait ($ms ms for a 1500 ms timeout)" \
       "echo \"\$out\" | grep -q 'statement timeout' && [ $ms -lt 2500 ]" "$out"
@@ -121,15 +121,15 @@ check "cold backend, gpu_full = wait: statement_timeout ends the wait ($ms ms fo
 : >"$WORK/warm"
 cat >&3 <<'SQL'
 SET tcjoin.gpu_full = error;
-SELECT 'error=' || count(*) FROM tc_selfjoin('h64', 'vec', 1.45);
+SELECT 'error=' || count(*) FROM tc_selfjoin('h64', 'vec', 2.4);
 SET tcjoin.device = auto;
 SET tcjoin.gpu_full = cpu;
-SELECT 'cpu=' || count(*) FROM tc_selfjoin('h64', 'vec', 1.45);
+SELECT 'cpu=' || count(*) FROM tc_selfjoin('h64', 'vec', 2.4);
 SELECT 'stats=' || device || '|' || device_choice FROM tc_last_stats();
 SET tcjoin.device = gpu;
 SET tcjoin.gpu_full = wait;
 SET statement_timeout = 1500;
-SELECT 'wait=' || count(*) FROM tc_selfjoin('h64', 'vec', 1.45);
+SELECT 'wait=' || count(*) FROM tc_selfjoin('h64', 'vec', 2.4);
 SELECT 'done';
 SQL
 for _ in $(seq 1 600); do grep -q '^done' "$WORK/warm" && break; sleep 0.1; done
@@ -145,7 +145,7 @@ check "warm backend, gpu_full = wait: cut by statement_timeout" \
 : >"$WORK/warm"
 cat >&3 <<'SQL'
 RESET statement_timeout;
-SELECT 'wait=' || count(*) FROM tc_selfjoin('h64', 'vec', 1.45);
+SELECT 'wait=' || count(*) FROM tc_selfjoin('h64', 'vec', 2.4);
 SELECT 'stats=' || device || '|' || round(gpu_full_wait_ms) FROM tc_last_stats();
 SQL
 sleep 2
