@@ -58,7 +58,7 @@
  * each sets up its streams and buffers (TC_GPU_SETUP) and uploads the
  * coordinates through pinned memory (TC_GPU_UPLOAD_RATE bytes a second).
  * Pairs cost the same to hand over from either device, so they count for
- * neither.  Measured on an H100: docs/lab/2026-11-25-auto-device.md.
+ * neither.  Measured on an H100: docs/lab/2026-11-26-auto-device-and-first-join.md.
  */
 #define TC_GPU_COLD 0.4
 #define TC_GPU_SETUP 0.002

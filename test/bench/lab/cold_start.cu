@@ -5,7 +5,7 @@
  *		(the driver), the context, streams and events, the first and a
  *		second device allocation, pinning the pair ring's 48 MB, and the
  *		first launch of a kernel (its module's loading, lazy or not).  Run
- *		it in fresh processes: docs/lab/2026-11-25-auto-device.md.
+ *		it in fresh processes: docs/lab/2026-11-26-auto-device-and-first-join.md.
  *		  nvcc -O2 -o cold_start cold_start.cu && ./cold_start
  */
 #include <cuda_runtime.h>
