@@ -31,20 +31,16 @@ SELECT n, d, pairs = (TABLE ref) AS right, device_choice IS NOT NULL AS has_choi
 
 -- The updated functions against a fresh install's: the same signatures,
 -- results, properties and comments.
-CREATE TABLE updated AS
+CREATE VIEW ext_functions AS
   SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args,
          pg_get_function_result(p.oid) AS result, p.provolatile, p.proparallel,
          p.proisstrict, p.prorows, obj_description(p.oid, 'pg_proc') AS comment
     FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
     JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'tcjoin';
+CREATE TABLE updated AS TABLE ext_functions;
 DROP EXTENSION tcjoin;
 CREATE EXTENSION tcjoin;
-CREATE TABLE fresh AS
-  SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args,
-         pg_get_function_result(p.oid) AS result, p.provolatile, p.proparallel,
-         p.proisstrict, p.prorows, obj_description(p.oid, 'pg_proc') AS comment
-    FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
-    JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'tcjoin';
+CREATE TABLE fresh AS TABLE ext_functions;
 SELECT count(*) AS functions FROM fresh;
 SELECT 'only after update' AS side, * FROM (TABLE updated EXCEPT TABLE fresh) u
 UNION ALL
