@@ -34,6 +34,7 @@
 #include "utils/syscache.h"
 
 #include "load.h"
+#include "vector_parse.h"
 
 typedef struct LoadReceiver
 {
@@ -50,19 +51,9 @@ typedef struct LoadReceiver
 	int64	   *ids;
 } LoadReceiver;
 
-/* An array's header fields sit after its 4-byte length word. */
-#define ARRAY_BODY_NDIM 0
-#define ARRAY_BODY_DATAOFFSET 4
-#define ARRAY_BODY_DIMS 12
-
-static int32
-read_int32(const char *p)
-{
-	int32		v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
+/* vector_parse.c's fixed offset, as PostgreSQL lays an array out */
+StaticAssertDecl(TC_VEC_VALUES_NONULLS == ARR_OVERHEAD_NONULLS(1) - VARHDRSZ,
+				 "the values' offset in a one-dimensional array without NULLs");
 
 /*
  * A large matrix in 2 MB pages where the kernel gives them on request
@@ -127,33 +118,6 @@ grow(LoadReceiver *r)
 	advise_huge_pages(r->data, newcap * rowbytes);
 }
 
-/*
- * Whether every element of a row is finite: one pass over the bits, no
- * branch an element (it vectorizes); only a row that fails is looked at
- * element by element, for the error's detail.
- */
-static bool
-row_finite(const char *row, int32 dim, TcElemType type)
-{
-	bool		bad = false;
-
-	if (type == TC_FLOAT4)
-	{
-		const uint32 *w = (const uint32 *) row;
-
-		for (int32 i = 0; i < dim; i++)
-			bad |= (w[i] & (uint32) 0x7f800000) == (uint32) 0x7f800000;
-	}
-	else
-	{
-		const uint64 *w = (const uint64 *) row;
-
-		for (int32 i = 0; i < dim; i++)
-			bad |= (w[i] & UINT64CONST(0x7ff0000000000000)) == UINT64CONST(0x7ff0000000000000);
-	}
-	return !bad;
-}
-
 /* Copy one vector into row r->n, checking its shape and values. */
 static void
 append_vector(LoadReceiver *r, Datum datum, int64 id)
@@ -162,12 +126,11 @@ append_vector(LoadReceiver *r, Datum datum, int64 id)
 	struct varlena *detoasted = NULL;
 	const char *body;
 	Size		len;
-	int32		ndim;
-	int32		dataoffset;
-	int32		dim;
-	const char *values;
+	TcVectorLayout lay;
 	char	   *dst;
 	Size		rowbytes;
+	int32		bad_elem;
+	bool		is_nan;
 
 	/* Compressed, external or expanded: flatten (rare for short vectors). */
 	if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v))
@@ -182,83 +145,72 @@ append_vector(LoadReceiver *r, Datum datum, int64 id)
 		body = VARDATA(v);
 		len = VARSIZE(v) - VARHDRSZ;
 	}
-	if (len < ARRAY_BODY_DIMS)
-		elog(ERROR, "invalid array in column \"%s\"", r->out->vec_column);
-	ndim = read_int32(body + ARRAY_BODY_NDIM);
-	dataoffset = read_int32(body + ARRAY_BODY_DATAOFFSET);
-	if (ndim == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("vector must have at least 1 dimension"),
-				 errdetail("Row with id %lld has an empty array.", (long long) id)));
-	if (ndim != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("vector must be a one-dimensional array"),
-				 errdetail("Row with id %lld has a %d-dimensional array.",
-						   (long long) id, ndim)));
-	dim = read_int32(body + ARRAY_BODY_DIMS);
-
-	if (dataoffset != 0)
+	switch (tc_vector_parse(body, len, (size_t) r->type, &lay))
 	{
-		/* A null bitmap follows dims[] and lbound[]; any clear bit is NULL. */
-		const bits8 *bitmap = (const bits8 *) (body + ARRAY_BODY_DIMS + 2 * sizeof(int32));
-
-		for (int32 i = 0; i < dim; i++)
-			if ((bitmap[i / 8] & (1 << (i % 8))) == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("NULL not allowed in vector"),
-						 errdetail("Row with id %lld has a NULL at element %d.",
-								   (long long) id, i + 1)));
-		values = body + dataoffset - VARHDRSZ;
+		case TC_VEC_OK:
+			break;
+		case TC_VEC_EMPTY:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("vector must have at least 1 dimension"),
+					 errdetail("Row with id %lld has an empty array.", (long long) id)));
+			break;
+		case TC_VEC_NOT_1D:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("vector must be a one-dimensional array"),
+					 errdetail("Row with id %lld has a %d-dimensional array.",
+							   (long long) id, lay.ndim)));
+			break;
+		case TC_VEC_NULL:
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("NULL not allowed in vector"),
+					 errdetail("Row with id %lld has a NULL at element %d.",
+							   (long long) id, lay.elem)));
+			break;
+		case TC_VEC_MALFORMED:
+			elog(ERROR, "invalid array in column \"%s\"", r->out->vec_column);
+			break;
 	}
-	else
-		values = body + ARR_OVERHEAD_NONULLS(1) - VARHDRSZ;
 
 	if (r->d == 0)
 	{
-		if (dim > 1000000)
+		if (lay.dim > 1000000)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("vector cannot have more than %d dimensions", 1000000)));
-		r->d = dim;
+		r->d = lay.dim;
 	}
-	else if (dim != r->d)
+	else if (lay.dim != r->d)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("different vector dimensions %d and %d", r->d, dim),
+				 errmsg("different vector dimensions %d and %d", r->d, lay.dim),
 				 errdetail("Row with id %lld has %d dimensions; the rows before it have %d.",
-						   (long long) id, dim, r->d)));
-	rowbytes = (Size) dim * (Size) r->type;
-	if (values + rowbytes > body + len)
-		elog(ERROR, "invalid array in column \"%s\"", r->out->vec_column);
+						   (long long) id, lay.dim, r->d)));
+	rowbytes = (Size) lay.dim * (Size) r->type;
 
 	if (r->n == r->cap)
 		grow(r);
 	dst = r->data + (Size) r->n * rowbytes;
-	memcpy(dst, values, rowbytes);
+	memcpy(dst, lay.values, rowbytes);
 	r->ids[r->n] = id;
 
-	/* Copy first, then check the aligned copy; a bad row is looked at again for the detail. */
-	if (!row_finite(dst, dim, r->type))
-		for (int32 i = 0; i < dim; i++)
-		{
-			double		x = r->type == TC_FLOAT4 ? (double) ((float *) dst)[i] : ((double *) dst)[i];
-
-			if (isnan(x))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("NaN not allowed in vector"),
-						 errdetail("Row with id %lld has NaN at element %d.",
-								   (long long) id, i + 1)));
-			if (isinf(x))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("infinite value not allowed in vector"),
-						 errdetail("Row with id %lld has an infinite value at element %d.",
-								   (long long) id, i + 1)));
-		}
+	/* Checked in the aligned copy. */
+	if (!tc_vector_finite(dst, lay.dim, (size_t) r->type, &bad_elem, &is_nan))
+	{
+		if (is_nan)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("NaN not allowed in vector"),
+					 errdetail("Row with id %lld has NaN at element %d.",
+							   (long long) id, bad_elem)));
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("infinite value not allowed in vector"),
+				 errdetail("Row with id %lld has an infinite value at element %d.",
+						   (long long) id, bad_elem)));
+	}
 	r->n++;
 	if (detoasted)
 		pfree(detoasted);
