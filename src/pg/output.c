@@ -23,6 +23,9 @@ typedef struct OutputState
 	Tuplestorestate *store;
 	const int64 *ids_a;
 	const int64 *ids_b;
+	int64		seq_a;			/* ids_a[i] == seq_a + i for every i, where seq_ids */
+	int64		seq_b;
+	bool		seq_ids;		/* both id lists consecutive: no look-up a row */
 	bool		self;			/* a self-join: each row as id_a < id_b */
 	double		seconds;
 
@@ -49,27 +52,49 @@ release_join(void *arg)
 	guard->join = NULL;
 }
 
+/* One row into the tuplestore, through the template's data bytes. */
+static inline void
+put_row(OutputState *st, int64 a, int64 b, double dist)
+{
+	int64		lo = st->self && b < a ? b : a;
+	int64		hi = st->self && b < a ? a : b;
+
+	memcpy(st->row_data, &lo, sizeof(int64));
+	memcpy(st->row_data + sizeof(int64), &hi, sizeof(int64));
+	memcpy(st->row_data + 2 * sizeof(int64), &dist, sizeof(double));
+	tuplestore_puttupleslot(st->store, st->slot);
+}
+
 static int
 emit_pairs(void *arg, const TcPair *pairs, size_t count)
 {
 	OutputState *st = arg;
 	double		t0 = tc_now();
 
-	for (size_t i = 0; i < count; i++)
-	{
-		int64		a = st->ids_a[pairs[i].a];
-		int64		b = st->ids_b[pairs[i].b];
-		int64		lo = st->self && b < a ? b : a;
-		int64		hi = st->self && b < a ? a : b;
-
-		memcpy(st->row_data, &lo, sizeof(int64));
-		memcpy(st->row_data + sizeof(int64), &hi, sizeof(int64));
-		memcpy(st->row_data + 2 * sizeof(int64), &pairs[i].dist, sizeof(double));
-		tuplestore_puttupleslot(st->store, st->slot);
-	}
+	/* consecutive ids (a serial key, say) are computed, not looked up at random */
+	if (st->seq_ids)
+		for (size_t i = 0; i < count; i++)
+			put_row(st, st->seq_a + pairs[i].a, st->seq_b + pairs[i].b, pairs[i].dist);
+	else
+		for (size_t i = 0; i < count; i++)
+			put_row(st, st->ids_a[pairs[i].a], st->ids_b[pairs[i].b], pairs[i].dist);
 	st->seconds += tc_now() - t0;
 	CHECK_FOR_INTERRUPTS();
 	return 0;
+}
+
+/* Whether ids are first, first + 1, ... (in load order), polling for a cancel. */
+static bool
+consecutive(const int64 *ids, int64 n)
+{
+	for (int64 i = 1; i < n; i++)
+	{
+		if (ids[i] != ids[0] + i)
+			return false;
+		if ((i & 0xfffff) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	return true;
 }
 
 static void
@@ -139,6 +164,10 @@ tc_run_join(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
 	st.ids_a = a->ids;
 	st.ids_b = b ? b->ids : a->ids;
 	st.self = (b == NULL);
+	st.seq_ids = consecutive(a->ids, a->points.n) &&
+		(b == NULL || consecutive(b->ids, b->points.n));
+	st.seq_a = a->points.n > 0 ? a->ids[0] : 0;
+	st.seq_b = b == NULL ? st.seq_a : b->points.n > 0 ? b->ids[0] : 0;
 	st.seconds = 0;
 	{
 		Datum		values[3] = {Int64GetDatum(0), Int64GetDatum(0), Float8GetDatum(0)};

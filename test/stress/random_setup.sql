@@ -81,6 +81,7 @@ DECLARE
     n2 int := floor(random() * 120)::int;
     lb int := CASE WHEN random() < 0.2 THEN floor(random() * 5)::int - 2 ELSE 1 END;
     incl boolean := random() < 0.3;
+    nulls boolean := random() < 0.5;    -- rows with NULL vectors (the loaded ids then have gaps)
     eps float8;
     two text := rnd_pick('no', 'no', 'other', 'itself');
     bad text := rnd_pick('none', 'none', 'none', 'none', 'none', 'none', 'none', 'none', 'null_elem', 'nan', 'inf', 'empty', '2d', 'dims');
@@ -101,8 +102,8 @@ BEGIN
                 WHEN kind = 'large' THEN random() * 1e30 * sqrt(d)
                 ELSE random() * 0.4 * sqrt(d) END;
     IF n = 0 AND bad <> 'none' THEN n := 1; END IF;
-    desc_ := format('seed %s: n %s d %s %s[] ids %s (%s) %s values lower bound %s eps %s method %s include_self %s two %s (n %s, %s[]) bad %s',
-                    seed, n, d, vt, idt, form, kind, lb, eps, method, incl, two, n2, vt2, bad);
+    desc_ := format('seed %s: n %s d %s %s[] ids %s (%s) %s values lower bound %s eps %s method %s include_self %s two %s (n %s, %s[]) bad %s null vectors %s',
+                    seed, n, d, vt, idt, form, kind, lb, eps, method, incl, two, n2, vt2, bad, nulls);
 
     DROP VIEW IF EXISTS rp_view;
     DROP TABLE IF EXISTS rp_a, rp_b, rp_part, rp_other CASCADE;
@@ -110,13 +111,13 @@ BEGIN
         EXECUTE format('CREATE TABLE rp_part (id %s, vec %s[], PRIMARY KEY (id)) PARTITION BY RANGE (id)', idt, vt);
         EXECUTE format('CREATE TABLE rp_a PARTITION OF rp_part FOR VALUES FROM (MINVALUE) TO (80)');
         EXECUTE format('CREATE TABLE rp_b PARTITION OF rp_part FOR VALUES FROM (80) TO (MAXVALUE)');
-        PERFORM rnd_fill('rp_part', n, d, kind, lb, true);
+        PERFORM rnd_fill('rp_part', n, d, kind, lb, nulls);
         src := 'rp_part'; idcol := NULL;
     ELSE
         EXECUTE format('CREATE TABLE rp_a (id %s %s, vec %s[])', idt,
                        CASE WHEN form IN ('pk', 'view') THEN 'PRIMARY KEY' ELSE '' END, vt);
         IF form = 'unique' THEN CREATE UNIQUE INDEX ON rp_a (id); END IF;
-        PERFORM rnd_fill('rp_a', n, d, kind, lb, true);
+        PERFORM rnd_fill('rp_a', n, d, kind, lb, nulls);
         src := 'rp_a';
         idcol := CASE WHEN form IN ('id_column', 'unique') THEN 'id' END;
         IF form = 'view' THEN
@@ -148,6 +149,15 @@ BEGIN
                            CASE WHEN form = 'partitioned' THEN 'rp_part' ELSE 'rp_a' END)
                 INTO want_err USING want_err;
         END IF;
+    END IF;
+
+    -- ids with gaps, or descending (the output looks each one up), or as filled (1 .. n)
+    IF random() < 0.4 THEN
+        -- through negative ids, so that no step meets a taken one
+        EXECUTE format('UPDATE %1$I SET id = -id; UPDATE %1$I SET id = %2$s',
+                       CASE WHEN form = 'partitioned' THEN 'rp_part' ELSE 'rp_a' END,
+                       rnd_pick('-id * 7', '1000 + id'));
+        desc_ := desc_ || ' (ids renumbered)';
     END IF;
 
     IF two <> 'no' THEN
