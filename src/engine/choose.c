@@ -69,8 +69,9 @@
 
 static double brute_cost(const TcJoin *join);
 
-double
-tc_cpu_seconds(TcJoin *join, double cost)
+/* The CPU's seconds for a cost in the models' units, on the join's threads. */
+static double
+tc_cpu_seconds(const TcJoin *join, double cost)
 {
 	return cost * TC_CPU_UNIT_SECONDS / (double) join->params.threads;
 }
@@ -103,7 +104,6 @@ gpu_grid_cost(const TcJoin *join, const TcGridPlan *plan)
 	return TC_GPU_GRID_START + TC_GPU_GRID_POINT * (double) join->a.n +
 		TC_GPU_GRID_CAND_D8 * fmax(r * r, 1.0) * plan->est_candidates;
 }
-
 
 /*
  * method => 'brute' takes the FP16 tensor-core brute force (unless

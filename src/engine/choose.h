@@ -43,7 +43,4 @@ extern void tc_grid_costs(const TcJoin *join, TcGridPlan *plan, int kmax,
  */
 extern int	tc_grid_pick(TcGridPlan *plan, bool allow_brute);
 
-/* The CPU's estimated seconds for this join, and the GPU's (choose.c). */
-extern double tc_cpu_seconds(TcJoin *join, double cost);
-
 #endif							/* TCJOIN_CHOOSE_H */
