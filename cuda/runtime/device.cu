@@ -117,23 +117,27 @@ gpu_open_device(int device)
  * point below that touches CUDA state joins it first, so the runtime is
  * never used from two threads at once.
  */
+static void (*prewarm_warm) (void);
+
 static void *
 prewarm_main(void *)
 {
 	in_prewarm = true;
-	if (tc_gpu_count(NULL, 0) > 0)
-		gpu_open_device(0);
+	if (tc_gpu_count(NULL, 0) > 0 && gpu_open_device(0) == cudaSuccess && prewarm_warm != NULL)
+		prewarm_warm();
+	cudaGetLastError();
 	return NULL;
 }
 
 extern "C" void
-tc_gpu_prewarm(void)
+tc_gpu_prewarm(void (*warm) (void))
 {
 	sigset_t	all,
 				old;
 
 	if (prewarm_running || opened[0] || cached_count == 0)
 		return;
+	prewarm_warm = warm;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	prewarm_running = pthread_create(&prewarm_thread, NULL, prewarm_main, NULL) == 0;

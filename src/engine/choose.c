@@ -69,11 +69,21 @@
 
 static double brute_cost(const TcJoin *join);
 
-/* The CPU's seconds for a cost in the models' units, on the join's threads. */
+/*
+ * The CPU's seconds for a cost in the models' units: serial on one thread
+ * (the grid's binning and sort), the rest on the join's threads.
+ */
 static double
-tc_cpu_seconds(const TcJoin *join, double cost)
+tc_cpu_seconds(const TcJoin *join, double cost, double serial)
 {
-	return cost * TC_CPU_UNIT_SECONDS / (double) join->params.threads;
+	return (serial + (cost - serial) / (double) join->params.threads) * TC_CPU_UNIT_SECONDS;
+}
+
+/* The grid's serial part: binning, sorting and copying every point. */
+static double
+grid_serial_cost(const TcJoin *join)
+{
+	return ((double) join->a.n + (double) join->b.n) * (TC_COST_POINT + join->a.d);
 }
 
 static double
@@ -196,7 +206,7 @@ tc_grid_costs(const TcJoin *join, TcGridPlan *plan, int kmax,
 		plan->cand_k[k] = frac * all_pairs;
 		plan->cost_k[k] = frac * all_pairs * (TC_COST_PAIR + TC_COST_DIM * d) +
 			fmin(na, cells) * (join->self ? probes / 2 + 1 : probes) * TC_COST_LOOKUP +
-			(na + nb) * (TC_COST_POINT + d);
+			grid_serial_cost(join);
 	}
 }
 
@@ -234,12 +244,12 @@ cpu_estimate(TcJoin *join, double *seconds, TcError *err)
 	if (join->params.method == TC_METHOD_BRUTE ||
 		(join->params.method == TC_METHOD_AUTO && join->a.d >= TC_GPU_BRUTE_DIMS))
 	{
-		*seconds = tc_cpu_seconds(join, brute_cost(join));
+		*seconds = tc_cpu_seconds(join, brute_cost(join), 0);
 		return TC_OK;
 	}
 	if ((st = tc_grid_plan(join, join->params.method == TC_METHOD_AUTO, &plan, err)) != TC_OK)
 		return st;
-	*seconds = tc_cpu_seconds(join, plan.est_cost);
+	*seconds = tc_cpu_seconds(join, plan.est_cost, plan.k > 0 ? grid_serial_cost(join) : 0);
 	return TC_OK;
 }
 

@@ -330,7 +330,7 @@ prepare(TcJoin *join, TcError *err)
 void
 tc_device_prewarm(void)
 {
-	tc_gpu_prewarm();
+	tc_gpu_prewarm(tc_gpu_warm_kernels);
 }
 
 void

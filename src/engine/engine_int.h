@@ -142,6 +142,9 @@ tc_check_rows(int64_t width)
  */
 extern bool tc_poll(TcJoin *join);
 
+/* Tiny GPU joins on the prewarm thread, loading the kernels (gpu_warm.c). */
+extern void tc_gpu_warm_kernels(void);
+
 /* Error helpers. */
 extern void tc_set_error(TcError *err, TcStatus status, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));

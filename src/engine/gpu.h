@@ -56,12 +56,13 @@ extern bool tc_gpu_info(int device, TcGpuInfo *out);
 extern bool tc_gpu_ready(int device);
 
 /*
- * Start the runtime and device 0's context on a thread of their own, so
- * that the caller's work meanwhile (reading the table) hides their cost;
- * every other entry point waits for it first.  tc_gpu_prewarm_wait waits
- * for it (before the process exits).
+ * Start the runtime and device 0's context on a thread of their own, then
+ * call warm (if not NULL) on that thread, so that the caller's work
+ * meanwhile (reading the table) hides their cost; every other entry point
+ * waits for it first.  warm may run GPU joins (tc_gpu_warm_kernels).
+ * tc_gpu_prewarm_wait waits for it (before the process exits).
  */
-extern void tc_gpu_prewarm(void);
+extern void tc_gpu_prewarm(void (*warm) (void));
 extern void tc_gpu_prewarm_wait(void);
 
 /*

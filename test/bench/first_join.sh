@@ -7,6 +7,8 @@
 # backends), beside auto's estimates.  Prints tables of medians.
 #   test/bench/first_join.sh [REPS]     (default 5; needs the extension
 #                                        installed, a server and a GPU)
+# FIRST_JOIN_MAX_N caps the 2-D sizes (default 10 million),
+# FIRST_JOIN_MAX_HD the 128-D ones (default 200,000).
 # Not a test: the figures go to docs/lab/ and docs/performance.md.
 set -uo pipefail
 REPS=${1:-5}
@@ -92,11 +94,14 @@ done
 
 echo
 echo "== auto's choice against both devices, warm backends (medians of 3, ms)"
-printf '%-22s %10s %10s %10s %10s %10s %-6s %s\n' join n cpu gpu auto_est_cpu auto_est_gpu auto why
+printf '%-22s %10s %10s %10s %10s %10s %-6s %-14s %-14s %s\n' join n cpu gpu auto_est_cpu auto_est_gpu auto \
+    "cpu idx/join" "gpu idx/join" why
 for spec in "u2 100 0.05" "u2 1000 0.01" "u2 10000 0.004" "u2 100000 0.002" "u2 1000000 0.0015" \
             "u2 10000000 0.0005" "h128 1000 3.3" "h128 10000 3.3" "h128 100000 3.3" "h128 200000 3.3"; do
     read -r rel n eps <<<"$spec"
     [ "$n" -gt "$MAX_N" ] && continue
+    # 128-D on the CPU is brute force: 200,000 points take about half a minute a run
+    [ "$rel" = h128 ] && [ "$n" -gt "${FIRST_JOIN_MAX_HD:-200000}" ] && continue
     q_db "$DB" -c "SELECT prefix('$rel', $n)" >/dev/null
     query="SELECT count(*) FROM tc_selfjoin('${rel}_$n', 'vec', $eps, id_column => 'id')"
     q_db "$DB" -F ' ' >"$WORK/a" <<SQL
@@ -104,7 +109,8 @@ SET tcjoin.device = gpu;
 $query;
 SET tcjoin.device = cpu;
 $query;
-CREATE TEMP TABLE t (dev text, ms float8, est_cpu float8, est_gpu float8, ran text, why text);
+CREATE TEMP TABLE t (dev text, ms float8, est_cpu float8, est_gpu float8, ran text, why text,
+                     idx float8, jn float8);
 DO \$\$
 DECLARE dev text;
 BEGIN
@@ -112,7 +118,8 @@ BEGIN
         FOREACH dev IN ARRAY ARRAY['cpu', 'gpu', 'auto'] LOOP
             PERFORM set_config('tcjoin.device', dev, false);
             PERFORM count(*) FROM tc_selfjoin('${rel}_$n', 'vec', $eps, id_column => 'id');
-            INSERT INTO t SELECT dev, total_ms, auto_cpu_ms, auto_gpu_ms, device, device_choice FROM tc_last_stats();
+            INSERT INTO t SELECT dev, total_ms, auto_cpu_ms, auto_gpu_ms, device, device_choice,
+                                 index_ms, join_ms FROM tc_last_stats();
         END LOOP;
     END LOOP;
 END \$\$;
@@ -121,9 +128,14 @@ SELECT (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) FROM t WHERE dev 
        (SELECT max(est_cpu) FROM t WHERE dev = 'auto')::numeric(12,2),
        (SELECT max(est_gpu) FROM t WHERE dev = 'auto')::numeric(12,2),
        (SELECT string_agg(DISTINCT ran, ',') FROM t WHERE dev = 'auto'),
+       (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY idx))::text || '/' ||
+               round(percentile_cont(0.5) WITHIN GROUP (ORDER BY jn))::text FROM t WHERE dev = 'cpu'),
+       (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY idx))::text || '/' ||
+               round(percentile_cont(0.5) WITHIN GROUP (ORDER BY jn))::text FROM t WHERE dev = 'gpu'),
        (SELECT max(why) FROM t WHERE dev = 'auto');
 SQL
-    read -r cpu gpu ecpu egpu ran why <<<"$(tail -1 "$WORK/a")"
-    printf '%-22s %10s %10s %10s %10s %10s %-6s %s\n' "$rel eps $eps" "$n" "$cpu" "$gpu" "$ecpu" "$egpu" "$ran" "$why"
+    read -r cpu gpu ecpu egpu ran cph gph why <<<"$(tail -1 "$WORK/a")"
+    printf '%-22s %10s %10s %10s %10s %10s %-6s %-14s %-14s %s\n' "$rel eps $eps" "$n" "$cpu" "$gpu" "$ecpu" "$egpu" \
+        "$ran" "$cph" "$gph" "$why"
 done
 q_db postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1

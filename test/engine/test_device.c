@@ -120,6 +120,38 @@ test_device_choice(void)
 	tc_join_destroy(j);
 	case_end();
 
+	/*
+	 * The CPU grid bins and sorts on one thread: more threads shorten the
+	 * rest of its estimate, not that part.  200,000 2-D points: the grid.
+	 */
+	case_begin("device: auto's CPU estimate keeps the grid's serial set-up");
+	{
+		double	   *mid = uniform_points(200000, 2, 13);
+		TcPoints	pm = {mid, 200000, 2, TC_FLOAT8};
+		double		est[2] = {0, 0};
+
+		for (int t = 1; t <= 2; t++)
+		{
+			TcJoinParams p = make_params(0.002, TC_METHOD_AUTO, t, false);
+
+			p.device = TC_DEVICE_AUTO;
+			j = tc_join_create(&pm, NULL, &p, &err);
+			CHECK(j != NULL && tc_choose_device(j, &gpu, &err) == TC_OK, "choose: %s", err.message);
+			if (j)
+			{
+				tc_join_get_stats(j, &s);
+				est[t - 1] = s.auto_cpu_seconds;
+			}
+			tc_join_destroy(j);
+		}
+		/* 2 x 200,000 points at 42 units (1 ns) each, on one thread whatever the count */
+		CHECK(est[1] >= 2 * 200000 * 42e-9, "estimate %g s on 2 threads under the serial part", est[1]);
+		CHECK(est[1] > 0.5 * est[0] * 1.05, "2 threads %g s, 1 thread %g s: all of it divided",
+			  est[1], est[0]);
+		free(mid);
+	}
+	case_end();
+
 	/* The plan is made once: a second call re-picks from the same costs. */
 	case_begin("device: the grid plan, once a join, for every choice");
 	j = chosen(&ps, NULL, TC_DEVICE_AUTO, TC_METHOD_AUTO, 0.01, &st, &gpu, &err);
