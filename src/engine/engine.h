@@ -98,6 +98,7 @@ typedef struct TcOverrides
 	bool		whole_dot_bound;	/* the filter's whole-dot bound, not the prefix bound */
 	double		batch_rate;		/* GPU: first batch's pairs per unit (0: 1) */
 	bool		trace;			/* GPU: each batch's times on stderr */
+	bool		no_prefault;	/* loading: the matrix's pages faulted by its writes only */
 } TcOverrides;
 
 /* What a GPU join does when the GPU's memory is exhausted. */
@@ -289,6 +290,18 @@ typedef struct TcDeviceInfo
  */
 extern void tc_device_prewarm(void);
 extern void tc_device_prewarm_wait(void);
+
+/*
+ * Make a fresh buffer's pages present on up to threads helper threads (all
+ * signals blocked), from its start, while the caller fills it: the kernel's
+ * zeroing of new pages then runs beside the caller instead of inside its
+ * writes.  Contents are never written.  tc_prefault_stop stops and joins
+ * them (call it before the buffer is freed); NULL (nothing started, or the
+ * kernel cannot) is a no-op for it.  prefault.c.
+ */
+typedef struct TcPrefault TcPrefault;
+extern TcPrefault *tc_prefault_start(void *buf, size_t bytes, int threads);
+extern void tc_prefault_stop(TcPrefault *pf);
 
 /* The most GPUs tc_device_list reports. */
 #define TC_MAX_DEVICES 16

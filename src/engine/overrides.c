@@ -92,12 +92,13 @@ parse_item(const char *key, const char *value, TcOverrides *out, char *msg, size
 	else if (strcmp(key, "filter_bound") == 0)
 		choices = bound_choices;
 	else if (strcmp(key, "recheck_group") == 0 || strcmp(key, "clusters") == 0 ||
-			 strcmp(key, "pingpong") == 0 || strcmp(key, "trace") == 0)
+			 strcmp(key, "pingpong") == 0 || strcmp(key, "trace") == 0 ||
+			 strcmp(key, "prefault") == 0)
 		choices = onoff_choices;
 	else
 	{
 		snprintf(msg, msglen, "unknown override \"%s\" (known: tile_kernel, recheck, "
-				 "recheck_group, clusters, pingpong, filter_bound, batch_rate, trace)", key);
+				 "recheck_group, clusters, pingpong, filter_bound, batch_rate, trace, prefault)", key);
 		return false;
 	}
 	if (!pick(choices, value, &v))
@@ -118,6 +119,8 @@ parse_item(const char *key, const char *value, TcOverrides *out, char *msg, size
 		out->no_clusters = v == 0;
 	else if (strcmp(key, "pingpong") == 0)
 		out->no_pingpong = v == 0;
+	else if (strcmp(key, "prefault") == 0)
+		out->no_prefault = v == 0;
 	else
 		out->trace = v != 0;
 	return true;

@@ -34,7 +34,12 @@
 #include "utils/syscache.h"
 
 #include "load.h"
+#include "tcjoin.h"
 #include "vector_parse.h"
+
+/* A first matrix this large has its pages made present by helper threads. */
+#define TC_PREFAULT_MIN_BYTES ((Size) 32 << 20)
+#define TC_PREFAULT_THREADS 4
 
 typedef struct LoadReceiver
 {
@@ -49,6 +54,7 @@ typedef struct LoadReceiver
 	int64		cap;
 	char	   *data;
 	int64	   *ids;
+	TcPrefault *prefault;		/* helpers zeroing the matrix's pages ahead */
 } LoadReceiver;
 
 /* vector_parse.c's fixed offset, as PostgreSQL lays an array out */
@@ -116,6 +122,21 @@ grow(LoadReceiver *r)
 						   (long long) newcap, r->d)));
 	r->cap = newcap;
 	advise_huge_pages(r->data, newcap * rowbytes);
+
+	/*
+	 * The first, presized matrix: its pages zeroed on other cores while the
+	 * scan fills it (prefault.c), at most as many as the join's threads.  A
+	 * later, doubled one moves the data and is left to the copy.
+	 */
+	tc_prefault_stop(r->prefault);
+	r->prefault = NULL;
+	if (r->n == 0 && (Size) newcap * rowbytes >= TC_PREFAULT_MIN_BYTES && !tc_overrides.no_prefault)
+	{
+		int			threads = tc_cpu_threads > 0 ? tc_cpu_threads : tc_cpu_count();
+
+		r->prefault = tc_prefault_start(r->data, newcap * rowbytes,
+										Min(threads, TC_PREFAULT_THREADS));
+	}
 }
 
 /* Copy one vector into row r->n, checking its shape and values. */
@@ -470,7 +491,17 @@ tc_load(Oid relid, const char *vector_column, const char *id_column,
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	rc = SPI_execute_extended(sql.data, &opts);
+	/* the prefault's threads end before the matrix can be freed, error or not */
+	PG_TRY();
+	{
+		rc = SPI_execute_extended(sql.data, &opts);
+	}
+	PG_FINALLY();
+	{
+		tc_prefault_stop(r.prefault);
+		r.prefault = NULL;
+	}
+	PG_END_TRY();
 	/* With DestNone as the receiver's tag, SPI reports a SELECT as utility. */
 	if (rc != SPI_OK_SELECT && rc != SPI_OK_UTILITY)
 		elog(ERROR, "reading relation \"%s\" failed: %s",

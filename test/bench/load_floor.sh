@@ -4,6 +4,8 @@
 # runs each of
 #   tc_selfjoin(..., 1e-7, method => 'grid') on the CPU: its load_ms
 #     (tc_last_stats(); no pair is within 1e-7, so the join is short),
+#     as built and with the developer override prefault=off (the matrix's
+#     pages faulted by the scan's own writes),
 #   SELECT sum(vec[128]) FROM t with PostgreSQL's parallel workers, and
 #   the same serially (max_parallel_workers_per_gather = 0).
 # Prints a table; the ratios are the load over each floor.
@@ -39,8 +41,9 @@ BEGIN
         RETURN NEXT extract(epoch FROM clock_timestamp() - t0) * 1000;
     END LOOP;
 END \$\$;
-CREATE FUNCTION loads(reps int) RETURNS SETOF float8 LANGUAGE plpgsql AS \$\$
+CREATE FUNCTION loads(reps int, ov text) RETURNS SETOF float8 LANGUAGE plpgsql AS \$\$
 BEGIN
+    PERFORM set_config('tcjoin.dev_overrides', ov, true);
     FOR i IN 1 .. reps LOOP
         PERFORM count(*) FROM tc_selfjoin('t', 'vec', 1e-7, method => 'grid');
         RETURN NEXT (SELECT load_ms FROM tc_last_stats());
@@ -53,21 +56,23 @@ q_db "$DB" -F ' ' <<SQL >"${TMPDIR:-/tmp}/load_floor.$$"
 SET tcjoin.device = cpu;
 SELECT sum(vec[128]) FROM t \\g /dev/null
 SELECT count(*) FROM tc_selfjoin('t', 'vec', 1e-7, method => 'grid') \\g /dev/null
-CREATE TEMP TABLE l AS SELECT * FROM loads($REPS) ms;
+CREATE TEMP TABLE l AS SELECT * FROM loads($REPS, '') ms;
+CREATE TEMP TABLE l0 AS SELECT * FROM loads($REPS, 'prefault=off') ms;
 CREATE TEMP TABLE p AS SELECT * FROM runs('SELECT sum(vec[128]) FROM t', $REPS) ms;
 SET max_parallel_workers_per_gather = 0;
 CREATE TEMP TABLE s AS SELECT * FROM runs('SELECT sum(vec[128]) FROM t', $REPS) ms;
 RESET max_parallel_workers_per_gather;
-SELECT round(a::numeric, 1), round(b::numeric, 1), round(c::numeric, 1),
+SELECT round(a::numeric, 1), round(a0::numeric, 1), round(b::numeric, 1), round(c::numeric, 1),
        round((a / b)::numeric, 2), round((a / c)::numeric, 2),
        current_setting('max_parallel_workers_per_gather')
   FROM (SELECT (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) FROM l) a,
+               (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) FROM l0) a0,
                (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) FROM p) b,
                (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) FROM s) c) x;
 SQL
-read -r load par ser rpar rser workers <"${TMPDIR:-/tmp}/load_floor.$$"
-printf '%-10s %14s %14s %10s %10s\n' load "sum parallel" "sum serial" "/parallel" "/serial"
-printf '%-10s %14s %14s %10s %10s\n' "$load" "$par" "$ser" "${rpar}x" "${rser}x"
+read -r load load0 par ser rpar rser workers <"${TMPDIR:-/tmp}/load_floor.$$"
+printf '%-10s %16s %14s %14s %10s %10s\n' load "load, prefault off" "sum parallel" "sum serial" "/parallel" "/serial"
+printf '%-10s %16s %14s %14s %10s %10s\n' "$load" "$load0" "$par" "$ser" "${rpar}x" "${rser}x"
 echo "(parallel: up to $workers workers per gather)"
 rm -f "${TMPDIR:-/tmp}/load_floor.$$"
 q_db postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
