@@ -33,4 +33,15 @@ for f in /usr/lib/postgresql/15/bin/postgres /usr/lib/postgresql/15/bin/pg_confi
          /usr/lib/postgresql/15/lib/pgxs/src/makefiles/pgxs.mk; do
     [ -e "$f" ] || { echo "setup.sh: $f is missing after install" >&2; exit 1; }
 done
+# pgvector, for the suites that read its types (test/suites/pgvector.sh):
+# not in bookworm, so built from a vendored release where one is provided
+# (TCJOIN_PGVECTOR_INSTALLER, by default the vendor folder beside the
+# checkout); without it those suites say they were skipped.  tcjoin itself
+# never needs it.
+PGV_INSTALLER=${TCJOIN_PGVECTOR_INSTALLER:-$(dirname "$0")/../../shared/vendor/install-pgvector.sh}
+if [ ! -f "$(/usr/lib/postgresql/15/bin/pg_config --sharedir)/extension/vector.control" ] && [ -f "$PGV_INSTALLER" ]; then
+    echo "setup.sh: building pgvector for the tests"
+    bash "$PGV_INSTALLER" /usr/lib/postgresql/15/bin/pg_config ||
+        echo "setup.sh: pgvector did not build; its suites will be skipped" >&2
+fi
 echo "setup.sh: PostgreSQL $(/usr/lib/postgresql/15/bin/pg_config --version | cut -d' ' -f2) build environment ready"

@@ -13,11 +13,15 @@
 #include <math.h>
 #include <sys/mman.h>
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/table.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
@@ -27,6 +31,7 @@
 #include "tcop/dest.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -40,6 +45,14 @@
 /* A first matrix this large has its pages made present by helper threads. */
 #define TC_PREFAULT_MIN_BYTES ((Size) 32 << 20)
 #define TC_PREFAULT_THREADS 4
+
+/* What the vector column holds, and so how a value's bytes are read. */
+typedef enum VecKind
+{
+	VEC_ARRAY,					/* real[] or double precision[] */
+	VEC_PGVECTOR,				/* pgvector's vector: float elements */
+	VEC_HALFVEC					/* pgvector's halfvec: binary16, widened to float */
+} VecKind;
 
 typedef struct LoadReceiver
 {
@@ -55,6 +68,7 @@ typedef struct LoadReceiver
 	char	   *data;
 	int64	   *ids;
 	TcPrefault *prefault;		/* helpers zeroing the matrix's pages ahead */
+	VecKind		kind;
 } LoadReceiver;
 
 /* vector_parse.c's fixed offset, as PostgreSQL lays an array out */
@@ -166,7 +180,8 @@ append_vector(LoadReceiver *r, Datum datum, int64 id)
 		body = VARDATA(v);
 		len = VARSIZE(v) - VARHDRSZ;
 	}
-	switch (tc_vector_parse(body, len, (size_t) r->type, &lay))
+	switch (r->kind == VEC_ARRAY ? tc_vector_parse(body, len, (size_t) r->type, &lay) :
+			tc_pgvector_parse(body, len, r->kind == VEC_HALFVEC ? 2 : 4, &lay))
 	{
 		case TC_VEC_OK:
 			break;
@@ -214,7 +229,10 @@ append_vector(LoadReceiver *r, Datum datum, int64 id)
 	if (r->n == r->cap)
 		grow(r);
 	dst = r->data + (Size) r->n * rowbytes;
-	memcpy(dst, lay.values, rowbytes);
+	if (r->kind == VEC_HALFVEC)
+		tc_half_to_float((float *) dst, lay.values, lay.dim);
+	else
+		memcpy(dst, lay.values, rowbytes);
 	r->ids[r->n] = id;
 
 	/* Checked in the aligned copy. */
@@ -384,6 +402,64 @@ check_duplicate_ids(const TcLoaded *out)
 	pfree(used);
 }
 
+/*
+ * pgvector's type name in the schema its extension was created in, or
+ * InvalidOid where pgvector is not installed: it is found at run time, never
+ * linked against.
+ */
+static Oid
+pgvector_type(const char *name)
+{
+	Oid			ext = get_extension_oid("vector", true);
+	Oid			nsp = InvalidOid;
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (!OidIsValid(ext))
+		return InvalidOid;
+	/* the extension's schema (PostgreSQL 15 exports no lookup of it) */
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	if (!OidIsValid(nsp))
+		return InvalidOid;
+	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum(name),
+						   ObjectIdGetDatum(nsp));
+}
+
+/* The vector column's kind and element type from its base type, or an error. */
+static void
+vector_kind(Oid type, const char *column, VecKind *kind, TcElemType *elem)
+{
+	*kind = VEC_ARRAY;
+	*elem = TC_FLOAT4;
+	if (type == FLOAT4ARRAYOID)
+		return;
+	*elem = TC_FLOAT8;
+	if (type == FLOAT8ARRAYOID)
+		return;
+	*elem = TC_FLOAT4;
+	*kind = VEC_PGVECTOR;
+	if (OidIsValid(type) && type == pgvector_type("vector"))
+		return;
+	*kind = VEC_HALFVEC;
+	if (OidIsValid(type) && type == pgvector_type("halfvec"))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 errmsg("column \"%s\" must be of type real[], double precision[], vector or halfvec, not %s",
+					column, format_type_be(type)),
+			 errhint("vector and halfvec are pgvector's types.")));
+}
+
 void
 tc_load(Oid relid, const char *vector_column, const char *id_column,
 		MemoryContext mcxt, TcLoaded *out)
@@ -398,6 +474,8 @@ tc_load(Oid relid, const char *vector_column, const char *id_column,
 	StringInfoData sql;
 	SPIExecuteOptions opts;
 	int			rc;
+	VecKind		kind;
+	TcElemType	elem;
 
 	memset(out, 0, sizeof(*out));
 	rel = try_relation_open(relid, AccessShareLock);
@@ -417,11 +495,7 @@ tc_load(Oid relid, const char *vector_column, const char *id_column,
 
 	out->vec_column = MemoryContextStrdup(mcxt, vector_column);
 	user_column(relid, out->relname, vector_column, &vec_type);
-	if (vec_type != FLOAT4ARRAYOID && vec_type != FLOAT8ARRAYOID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("column \"%s\" must be of type real[] or double precision[], not %s",
-						vector_column, format_type_be(vec_type))));
+	vector_kind(vec_type, vector_column, &kind, &elem);
 
 	if (id_column == NULL)
 	{
@@ -483,7 +557,8 @@ tc_load(Oid relid, const char *vector_column, const char *id_column,
 	r.mcxt = mcxt;
 	r.out = out;
 	r.id_type = id_type;
-	r.type = vec_type == FLOAT4ARRAYOID ? TC_FLOAT4 : TC_FLOAT8;
+	r.type = elem;
+	r.kind = kind;
 
 	memset(&opts, 0, sizeof(opts));
 	opts.read_only = true;

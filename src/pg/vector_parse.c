@@ -1,6 +1,6 @@
 /*
  * vector_parse.c
- *		One array value's bytes read as a vector.
+ *		One array value's (or pgvector value's) bytes read as a vector.
  *
  * The layout is PostgreSQL's ArrayType after its length word: ndim,
  * dataoffset (0 without a NULL bitmap; else where the values start,
@@ -76,6 +76,68 @@ tc_vector_parse(const char *body, size_t len, size_t elem_size, TcVectorLayout *
 		return TC_VEC_MALFORMED;
 	out->values = body + values_at;
 	return TC_VEC_OK;
+}
+
+/*
+ * pgvector's layout after the length word (its src/vector.h and
+ * src/halfvec.h): int16 dim, int16 reserved (zero), the elements.
+ */
+#define PGV_HEADER 4
+
+TcVectorStatus
+tc_pgvector_parse(const char *body, size_t len, size_t elem_size, TcVectorLayout *out)
+{
+	int16_t		dim;
+
+	memset(out, 0, sizeof(*out));
+	if (len < PGV_HEADER)
+		return TC_VEC_MALFORMED;
+	memcpy(&dim, body, sizeof(dim));
+	out->ndim = 1;
+	out->dim = dim;
+	if (dim == 0)
+		return TC_VEC_EMPTY;
+	if (dim < 0 || (len - PGV_HEADER) / elem_size < (size_t) dim)
+		return TC_VEC_MALFORMED;
+	out->values = body + PGV_HEADER;
+	return TC_VEC_OK;
+}
+
+/*
+ * binary16: sign, 5 exponent bits (bias 15), 10 fraction bits.  Every one
+ * is a float exactly: normal values keep their fraction and rebias the
+ * exponent (127 - 15 = 112); subnormal ones are fraction x 2^-24, a product
+ * float represents exactly; infinities and NaNs keep their class.
+ */
+void
+tc_half_to_float(float *dst, const char *src, int32_t dim)
+{
+	for (int32_t i = 0; i < dim; i++)
+	{
+		uint16_t	h;
+		uint32_t	sign,
+					exp,
+					frac,
+					bits;
+		float		f;
+
+		memcpy(&h, src + 2 * (size_t) i, sizeof(h));
+		sign = (uint32_t) (h & 0x8000) << 16;
+		exp = (h >> 10) & 0x1f;
+		frac = h & 0x3ff;
+		if (exp == 0x1f)
+			bits = sign | UINT32_C(0x7f800000) | (frac << 13);
+		else if (exp != 0)
+			bits = sign | ((exp + 112) << 23) | (frac << 13);
+		else
+		{
+			f = (float) frac * 0x1p-24f;
+			dst[i] = sign ? -f : f;
+			continue;
+		}
+		memcpy(&f, &bits, sizeof(f));
+		dst[i] = f;
+	}
 }
 
 /*

@@ -1,7 +1,7 @@
 /*
  * vector_parse.h
- *		One array value's bytes read as a vector, every field checked against
- *		the bytes there are.  No PostgreSQL header: the fuzzer
+ *		One array's (or pgvector value's) bytes read as a vector, every field
+ *		checked against the bytes there are.  No PostgreSQL header: the fuzzer
  *		(test/engine/fuzz_vector.c) drives it alone.
  */
 #ifndef TCJOIN_VECTOR_PARSE_H
@@ -34,6 +34,18 @@ typedef struct TcVectorLayout
  */
 extern TcVectorStatus tc_vector_parse(const char *body, size_t len, size_t elem_size,
 									  TcVectorLayout *out);
+
+/*
+ * pgvector's vector (elem_size 4: float) and halfvec (2: IEEE binary16),
+ * body and len as above: int16 dim, int16 reserved, then dim elements.
+ * Read from the bytes as they lie (a short varlena header leaves them
+ * unaligned); dim 0 is TC_VEC_EMPTY.
+ */
+extern TcVectorStatus tc_pgvector_parse(const char *body, size_t len, size_t elem_size,
+										TcVectorLayout *out);
+
+/* dim IEEE binary16 values (any alignment) into floats: exact, every one. */
+extern void tc_half_to_float(float *dst, const char *src, int32_t dim);
 
 /*
  * Whether all dim elements of row (aligned for its type) are finite; if

@@ -1,6 +1,7 @@
 /*
  * fuzz_vector.c
- *		Fuzzing of the loader's array reading (src/pg/vector_parse.c), built
+ *		Fuzzing of the loader's array and pgvector reading
+ *		(src/pg/vector_parse.c), built
  *		with AddressSanitizer and UndefinedBehaviorSanitizer: every input
  *		lies in an allocation of exactly its length, so a read outside it
  *		stops the run.
@@ -13,7 +14,9 @@
  * and the first non-finite one), and is checked against the parser's.
  * Then the same bytes, damaged (bytes overwritten, header fields set to
  * extremes, the value cut short), must give either a verdict inside the
- * bytes or TC_VEC_MALFORMED, never a read outside them.
+ * bytes or TC_VEC_MALFORMED, never a read outside them.  pgvector's vector
+ * and halfvec values likewise, at odd addresses; and every binary16 value
+ * widened to float against a reference built from its fields.
  *
  *	 fuzz_vector [SECONDS]		(default 10; seed from TC_TEST_SEED or the clock)
  * Ends with "N passed, N failed".
@@ -277,6 +280,105 @@ check_damaged(const Built *b)
 	free(bytes);
 }
 
+/* binary16 h as a double, from its fields alone: the reference for tc_half_to_float */
+static double
+half_reference(uint16_t h)
+{
+	int			sign = h >> 15,
+				exp = (h >> 10) & 0x1f,
+				frac = h & 0x3ff;
+	double		mag;
+
+	if (exp == 0x1f)
+		mag = frac ? NAN : INFINITY;
+	else if (exp == 0)
+		mag = ldexp((double) frac, -24);
+	else
+		mag = ldexp(1.0 + frac / 1024.0, exp - 15);
+	return sign ? -mag : mag;
+}
+
+/* Every binary16 value, widened: equal to the reference, zeros' signs and NaNs kept. */
+static int
+check_all_halves(void)
+{
+	int			wrong = 0;
+
+	for (uint32_t h = 0; h <= 0xffff; h++)
+	{
+		uint16_t	v = (uint16_t) h;
+		float		f;
+		double		want = half_reference(v);
+
+		tc_half_to_float(&f, (const char *) &v, 1);
+		if (isnan(want) ? !isnan(f) : ((double) f != want || !signbit(f) != !signbit(want)))
+		{
+			if (++wrong <= 5)
+				printf("FAILED half 0x%04x: %.9g, want %.9g\n", h, (double) f, want);
+		}
+	}
+	return wrong;
+}
+
+/*
+ * One pgvector value (vector: 4-byte elements, halfvec: 2), its body at an
+ * odd address as a short varlena header leaves it, exactly len bytes:
+ * read as built, then damaged (cut short, dim overwritten).
+ */
+static void
+check_pgvector(void)
+{
+	size_t		elem = below(2) ? 4 : 2;
+	int16_t		dim = (int16_t) (below(8) == 0 ? 0 : 1 + below(40));
+	size_t		len = 4 + (size_t) dim * elem;
+	unsigned char *mem = malloc(len + 1);
+	unsigned char *body = mem + 1;
+	TcVectorLayout lay;
+	TcVectorStatus st;
+
+	memcpy(body, &dim, 2);
+	memset(body + 2, 0, 2);
+	for (size_t i = 4; i < len; i++)
+		body[i] = (unsigned char) next();
+	st = tc_pgvector_parse((const char *) body, len, elem, &lay);
+	if (dim == 0)
+		EXPECT(st == TC_VEC_EMPTY, "pgvector dim 0: status %d", st);
+	else
+	{
+		EXPECT(st == TC_VEC_OK && lay.dim == dim && lay.values == (const char *) body + 4,
+			   "pgvector %d x %zu bytes: status %d, dim %d", dim, elem, st, lay.dim);
+		if (elem == 2)
+		{
+			float		out[40];
+
+			tc_half_to_float(out, lay.values, lay.dim);
+			for (int i = 0; i < dim; i++)
+			{
+				uint16_t	h;
+				double		want;
+
+				memcpy(&h, body + 4 + 2 * i, 2);
+				want = half_reference(h);
+				EXPECT(isnan(want) ? isnan(out[i]) : (double) out[i] == want,
+					   "halfvec element %d: %.9g, want %.9g", i, (double) out[i], want);
+			}
+		}
+	}
+	/* damaged: cut short, or dim overwritten; the verdict stays inside the bytes */
+	{
+		size_t		dlen = below(2) ? below((uint32_t) len + 1) : len;
+		int16_t		ddim = (int16_t) next();
+
+		if (dlen == len && len >= 2)
+			memcpy(body, &ddim, 2);
+		st = tc_pgvector_parse((const char *) body, dlen, elem, &lay);
+		EXPECT(st != TC_VEC_OK ||
+			   (lay.dim >= 1 && lay.values + (size_t) lay.dim * elem <= (const char *) body + dlen),
+			   "damaged pgvector: %d elements in %zu bytes", lay.dim, dlen);
+	}
+	free(mem);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -286,8 +388,14 @@ main(int argc, char **argv)
 	time_t		start = time(NULL);
 	long		cases = 0;
 
+	int			halves_wrong,
+				before_pgv;
+	int			failed_pgv = 0;
+
 	rng_state = seed;
 	printf("fuzz_vector: seed %" PRIu64 " (TC_TEST_SEED to replay), %.0f s\n", seed, seconds);
+	halves_wrong = check_all_halves();
+	printf("every binary16 value widened to float: %d wrong\n", halves_wrong);
 	while (difftime(time(NULL), start) < seconds)
 	{
 		for (int k = 0; k < 1000; k++)
@@ -299,13 +407,26 @@ main(int argc, char **argv)
 			for (int t = 0; t < 4; t++)
 				check_damaged(&b);
 			free(b.bytes);
+			before_pgv = failed;
+			check_pgvector();
+			failed_pgv += failed - before_pgv;
+			failed_damaged += failed - before_pgv;	/* counted apart below */
 			cases++;
 		}
 	}
-	/* two checks: every value read as built, every damaged value inside its bytes */
-	printf("%ld values, each read as built (%d wrong) and damaged 4 ways (%d wrong)\n", cases,
-		   failed - failed_damaged, failed_damaged);
-	printf("%d passed, %d failed\n", (failed - failed_damaged == 0) + (failed_damaged == 0),
-		   (failed - failed_damaged > 0) + (failed_damaged > 0));
-	return failed ? 1 : 0;
+	failed_damaged -= failed_pgv;
+	/*
+	 * Four checks: every array read as built, every damaged array inside its
+	 * bytes, every pgvector value (vector and halfvec, read and damaged),
+	 * every binary16 value widened exactly.
+	 */
+	printf("%ld arrays, each read as built (%d wrong) and damaged 4 ways (%d wrong); "
+		   "%ld pgvector values (%d wrong)\n", cases, failed - failed_damaged - failed_pgv,
+		   failed_damaged, cases, failed_pgv);
+	printf("%d passed, %d failed\n",
+		   (failed - failed_damaged - failed_pgv == 0) + (failed_damaged == 0) +
+		   (failed_pgv == 0) + (halves_wrong == 0),
+		   (failed - failed_damaged - failed_pgv > 0) + (failed_damaged > 0) +
+		   (failed_pgv > 0) + (halves_wrong > 0));
+	return failed || halves_wrong ? 1 : 0;
 }
