@@ -350,6 +350,18 @@ tc_choose_device(TcJoin *join, bool *use_gpu, TcError *err)
 				 "auto: joins of two point sets run on the CPU only");
 		return TC_OK;
 	}
+	if (join->params.metric != TC_METRIC_EUCLIDEAN)
+	{
+		if (join->params.device == TC_DEVICE_GPU)
+		{
+			tc_set_error(err, TC_ERR_NO_GPU,
+						 "the cosine and inner-product metrics run on the CPU only");
+			return TC_ERR_NO_GPU;
+		}
+		snprintf(s->device_choice, sizeof(s->device_choice),
+				 "auto: the cosine and inner-product metrics run on the CPU only");
+		return TC_OK;
+	}
 	if (join->params.device == TC_DEVICE_AUTO)
 		return choose_auto(join, use_gpu, err);
 	if (tc_gpu_count(reason, sizeof(reason)) < 1)

@@ -47,10 +47,12 @@ typedef struct BruteScratch
 	uint8_t    *keep;			/* TC_BRUTE_ROWS x cols, the filter's verdicts */
 } BruteScratch;
 
-/* The back end's state: the filter, where it applies. */
+/* The back end's state: the filter, where it applies; cosine's norms. */
 typedef struct BruteState
 {
 	TcFilter   *filter;
+	double	   *norm_a;			/* squared norms, cosine only */
+	double	   *norm_b;			/* norm_a in a self-join */
 } BruteState;
 
 static int
@@ -173,6 +175,56 @@ group_sums(const double *row, const double *tile, int cols, int d, double thr,
 }
 
 /*
+ * Dot products of one row with TC_GROUP tile columns starting at jj, each
+ * lane adding its own products in index order (no early exit: a dot
+ * product's partial sums do not grow monotonically).
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void
+group_dots(const double *row, const double *tile, int cols, int d, double *out)
+{
+	v4d			s[TC_CHAINS] = {{0}};
+
+	for (int k = 0; k < d; k++)
+	{
+		const v4d  *t = (const v4d *) (tile + (size_t) k * cols);
+
+		for (int c = 0; c < TC_CHAINS; c++)
+			s[c] += row[k] * t[c];
+	}
+	memcpy(out, s, sizeof(s));
+}
+
+/* dist of points i of a and j of b from their dot product (README's contract). */
+static inline double
+dot_metric_dist(const TcJoin *join, const BruteState *state, int64_t i, int64_t j, double dot)
+{
+	double		sim;
+
+	if (join->params.metric == TC_METRIC_INNER_PRODUCT)
+		return -dot;
+	sim = dot / sqrt(state->norm_a[i] * state->norm_b[j]);
+	if (sim > 1.0)
+		sim = 1.0;
+	else if (sim < -1.0)
+		sim = -1.0;
+	return 1.0 - sim;
+}
+
+/* The dot product of two points, in float8, in index order. */
+static double
+point_dot(const TcPoints *a, int64_t i, const TcPoints *b, int64_t j)
+{
+	double		s = 0.0;
+
+	for (int k = 0; k < a->d; k++)
+		s += tc_coord(a, i, k) * tc_coord(b, j, k);
+	return s;
+}
+
+/*
  * Rows [i0, i1) of a against columns [j0, j1) of b through the filter:
  * the pairs it keeps are summed exactly.  Returns false to stop.
  */
@@ -209,6 +261,31 @@ NAME(TcWorker *w, const TcJoin *join, const uint8_t *keep, int64_t i0, \
 TC_DEFINE_FILTERED(filtered_f4, float, tc_within_f4)
 TC_DEFINE_FILTERED(filtered_f8, double, tc_within_f8)
 
+/* Row i (in bs->row) against tile columns [jb, j1) under a dot-product metric. */
+static bool
+dot_row(TcWorker *w, const TcJoin *join, const BruteState *state, const BruteScratch *bs,
+		int64_t i, int64_t jb, int64_t j0, int64_t j1)
+{
+	for (int64_t jj = (jb - j0) / TC_GROUP * TC_GROUP; j0 + jj < j1; jj += TC_GROUP)
+	{
+		double		s[TC_GROUP];
+
+		group_dots(bs->row, bs->tile + jj, bs->cols, join->a.d, s);
+		for (int l = 0; l < TC_GROUP; l++)
+		{
+			int64_t		j = j0 + jj + l;
+			double		dist;
+
+			if (j < jb || j >= j1)
+				continue;
+			dist = dot_metric_dist(join, state, i, j, s[l]);
+			if (dist <= join->thr && !tc_emit(w, i, j, dist))
+				return false;
+		}
+	}
+	return true;
+}
+
 static void
 brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 {
@@ -231,8 +308,14 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 	if (join->self && join->params.include_self)
 	{
 		for (int64_t i = i0; i < i1; i++)
-			if (!tc_emit(w, i, i, 0.0))
+		{
+			/* a point with itself: 0 apart, or its own dot product's dist */
+			double		dist = join->params.metric == TC_METRIC_EUCLIDEAN ? 0.0 :
+				dot_metric_dist(join, state, i, i, point_dot(&join->a, i, &join->a, i));
+
+			if (dist <= thr && !tc_emit(w, i, i, dist))
 				return;
+		}
 	}
 	for (int64_t j0 = join->self ? i0 : 0; j0 < nb; j0 += bs->cols)
 	{
@@ -283,6 +366,12 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 			else
 				memcpy(bs->row, (const double *) join->a.data + i * d, sizeof(double) * d);
 
+			if (join->params.metric != TC_METRIC_EUCLIDEAN)
+			{
+				if (!dot_row(w, join, state, bs, i, jb, j0, j1))
+					return;
+				continue;
+			}
 			for (int64_t jj = (jb - j0) / TC_GROUP * TC_GROUP; j0 + jj < j1; jj += TC_GROUP)
 			{
 				double		s[TC_GROUP];
@@ -310,6 +399,9 @@ brute_free_state(TcJoin *join)
 	if (state == NULL)
 		return;
 	tc_filter_free(state->filter);
+	if (state->norm_b != state->norm_a)
+		free(state->norm_b);
+	free(state->norm_a);
 	free(state);
 	join->state = NULL;
 }
@@ -319,6 +411,60 @@ static const TcBackend brute_backend = {
 	.run_item = brute_run_item,
 	.free_state = brute_free_state,
 };
+
+/*
+ * Squared norms of p's points into *out, polling; a zero norm (a zero
+ * vector, or one whose squares all underflow) has no cosine distance.
+ */
+static TcStatus
+squared_norms(TcJoin *join, const TcPoints *p, int set, double **out, TcError *err)
+{
+	const int64_t rows = tc_check_rows(p->d);
+
+	*out = malloc(sizeof(double) * (size_t) (p->n > 0 ? p->n : 1));
+	if (*out == NULL)
+	{
+		tc_set_error(err, TC_ERR_NOMEM, "out of memory");
+		return TC_ERR_NOMEM;
+	}
+	for (int64_t i = 0; i < p->n; i++)
+	{
+		if (i % rows == 0 && !tc_poll(join))
+			return TC_STOPPED;
+		(*out)[i] = point_dot(p, i, p, i);
+		if (!((*out)[i] > 0.0))
+		{
+			tc_set_error(err, TC_ERR_INVALID,
+						 "a zero vector has no cosine distance (point %lld of set %c)",
+						 (long long) i, set == 0 ? 'a' : 'b');
+			err->point = i;
+			err->point_set = set;
+			return TC_ERR_INVALID;
+		}
+	}
+	return TC_OK;
+}
+
+/* The dot-product metrics: every pair summed exactly, no filter yet. */
+static TcStatus
+dot_prepare(TcJoin *join, BruteState *state, TcError *err)
+{
+	TcStatus	st;
+
+	if (join->params.metric == TC_METRIC_COSINE)
+	{
+		if ((st = squared_norms(join, &join->a, 0, &state->norm_a, err)) != TC_OK)
+			return st;
+		if (join->self)
+			state->norm_b = state->norm_a;
+		else if ((st = squared_norms(join, &join->b, 1, &state->norm_b, err)) != TC_OK)
+			return st;
+	}
+	join->nitems = (join->a.n + TC_BRUTE_ROWS - 1) / TC_BRUTE_ROWS;
+	join->stats.grid_dims = 0;
+	join->stats.cells = 0;
+	return TC_OK;
+}
 
 TcStatus
 tc_brute_prepare(TcJoin *join, TcError *err)
@@ -333,6 +479,8 @@ tc_brute_prepare(TcJoin *join, TcError *err)
 		tc_set_error(err, TC_ERR_NOMEM, "out of memory");
 		return TC_ERR_NOMEM;
 	}
+	if (join->params.metric != TC_METRIC_EUCLIDEAN)
+		return dot_prepare(join, state, err);
 	if ((st = tc_filter_build(join, &state->filter)) != TC_OK)
 	{
 		if (st == TC_ERR_NOMEM)

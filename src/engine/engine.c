@@ -33,6 +33,8 @@ tc_set_error(TcError *err, TcStatus status, const char *fmt,...)
 	if (err == NULL)
 		return;
 	err->status = status;
+	err->point = -1;
+	err->point_set = 0;
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
@@ -121,6 +123,8 @@ tc_join_create(const TcPoints *a, const TcPoints *b, const TcJoinParams *params,
 	{
 		err->status = TC_OK;
 		err->message[0] = '\0';
+		err->point = -1;
+		err->point_set = 0;
 	}
 	if (a == NULL || params == NULL ||
 		check_points(a, "a", err) != TC_OK ||
@@ -137,9 +141,28 @@ tc_join_create(const TcPoints *a, const TcPoints *b, const TcJoinParams *params,
 					 (int) a->d, (int) b->d);
 		return NULL;
 	}
-	if (!(params->eps >= 0.0) || isinf(params->eps))
+	if (params->metric != TC_METRIC_EUCLIDEAN && params->metric != TC_METRIC_COSINE &&
+		params->metric != TC_METRIC_INNER_PRODUCT)
+	{
+		tc_set_error(err, TC_ERR_INVALID, "unknown metric %d", (int) params->metric);
+		return NULL;
+	}
+	if (!isfinite(params->eps))
+	{
+		tc_set_error(err, TC_ERR_INVALID, "eps must be finite");
+		return NULL;
+	}
+	/* the inner product's dist, -dot, is negative for close vectors */
+	if (params->metric != TC_METRIC_INNER_PRODUCT && !(params->eps >= 0.0))
 	{
 		tc_set_error(err, TC_ERR_INVALID, "eps must be finite and non-negative");
+		return NULL;
+	}
+	/* the grid bins by coordinates: it bounds Euclidean distances only */
+	if (params->metric != TC_METRIC_EUCLIDEAN && params->method == TC_METHOD_GRID)
+	{
+		tc_set_error(err, TC_ERR_INVALID,
+					 "method grid takes the Euclidean metric only; use auto or brute");
 		return NULL;
 	}
 
@@ -163,7 +186,7 @@ tc_join_create(const TcPoints *a, const TcPoints *b, const TcJoinParams *params,
 	 */
 	if (join->params.threads > tc_cpu_count())
 		join->params.threads = tc_cpu_count();
-	join->thr = tc_sq_threshold(params->eps);
+	join->thr = params->metric == TC_METRIC_EUCLIDEAN ? tc_sq_threshold(params->eps) : params->eps;
 	atomic_init(&join->next_item, 0);
 	atomic_init(&join->stop, false);
 	atomic_init(&join->worker_error, TC_OK);
@@ -318,7 +341,9 @@ prepare(TcJoin *join, TcError *err)
 			break;
 		case TC_METHOD_AUTO:
 		default:
-			st = tc_grid_prepare(join, true, err);
+			/* the dot-product metrics have no grid: every pair is summed */
+			st = join->params.metric == TC_METRIC_EUCLIDEAN ?
+				tc_grid_prepare(join, true, err) : tc_brute_prepare(join, err);
 			break;
 	}
 	join->stats.index_seconds = tc_now() - t0;

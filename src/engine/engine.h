@@ -50,6 +50,20 @@ typedef enum TcMethod
 	TC_METHOD_BRUTE
 } TcMethod;
 
+/*
+ * What dist is (README.md states each contract).  Euclidean: sqrt of the
+ * sum of squared differences.  Dot-product metrics, from the dot product
+ * and (cosine) both squared norms, each summed in float8 in index order:
+ * inner product -dot; cosine 1 - clamp(dot / sqrt(na nb), -1, 1).  A pair
+ * is returned iff dist <= eps.
+ */
+typedef enum TcMetric
+{
+	TC_METRIC_EUCLIDEAN = 0,
+	TC_METRIC_COSINE,
+	TC_METRIC_INNER_PRODUCT
+} TcMetric;
+
 typedef enum TcDevice
 {
 	TC_DEVICE_AUTO = 0,
@@ -111,7 +125,8 @@ typedef enum TcGpuFull
 
 typedef struct TcJoinParams
 {
-	double		eps;			/* finite, >= 0 */
+	double		eps;			/* finite; >= 0 but for the inner product */
+	TcMetric	metric;
 	TcMethod	method;
 	TcDevice	device;
 	TcTensorCores tensor_cores; /* GPU only; the CPU ignores it */
@@ -171,6 +186,13 @@ typedef struct TcError
 {
 	TcStatus	status;
 	char		message[256];
+	/*
+	 * A point the error is about (a zero vector under cosine), so that the
+	 * caller can name its row: its index, in set a (0) or b (1); point < 0
+	 * for none.
+	 */
+	int64_t		point;
+	int			point_set;
 } TcError;
 
 /* What a join did; filled in as it goes. */

@@ -172,5 +172,6 @@ void		test_cancel(void);			/* test_cancel.c */
 void		test_signals(void);			/* test_threads.c */
 void		test_thread_cap(void);
 void		test_device_choice(void);	/* test_device.c */
+void		test_metrics(void);		/* test_metrics.c */
 
 #endif							/* TC_TEST_HARNESS_H */

@@ -63,6 +63,7 @@ static const struct
 	{"signals", test_signals},
 	{"threads", test_thread_cap},
 	{"device", test_device_choice},
+	{"metrics", test_metrics},
 };
 
 static uint64_t
