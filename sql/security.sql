@@ -26,7 +26,7 @@ GRANT USAGE ON SCHEMA security
 SELECT proname, prosecdef, proconfig, provolatile
   FROM pg_proc WHERE proname IN ('tc_selfjoin', 'tc_last_stats') ORDER BY proname;
 -- Anyone may call them.
-SELECT has_function_privilege('tcjoin_test_nopriv', 'tc_selfjoin(regclass, name, double precision, name, boolean, boolean, text)', 'EXECUTE') AS selfjoin,
+SELECT has_function_privilege('tcjoin_test_nopriv', 'tc_selfjoin(regclass, name, double precision, name, boolean, boolean, text, text)', 'EXECUTE') AS selfjoin,
        has_function_privilege('tcjoin_test_nopriv', 'tc_last_stats()', 'EXECUTE') AS last_stats;
 
 -- Reference join, run with the rights of whoever calls it.

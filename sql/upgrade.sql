@@ -29,6 +29,21 @@ SELECT extversion FROM pg_extension WHERE extname = 'tcjoin';
 SELECT count(*) = (TABLE ref) AS right FROM tc_selfjoin('pts', 'vec', 1.0, id_column => 'id');
 SELECT n, d, pairs = (TABLE ref) AS right, device_choice IS NOT NULL AS has_choice FROM tc_last_stats();
 
+-- From 0.2.0: its tc_selfjoin and tc_join (no metric argument) served by
+-- this library, then the update, after which a metric can be named.
+DROP EXTENSION tcjoin;
+CREATE EXTENSION tcjoin VERSION '0.2.0';
+SELECT count(*) = (TABLE ref) AS right FROM tc_selfjoin('pts', 'vec', 1.0, 'id');
+SELECT count(*) = 2 * (TABLE ref) + 49 AS right FROM tc_join('pts', 'vec', 'pts', 'vec', 1.0, 'id', 'id');
+ALTER EXTENSION tcjoin UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'tcjoin';
+SELECT count(*) = (TABLE ref) AS right FROM tc_selfjoin('pts', 'vec', 1.0, 'id');
+SELECT count(*) = (SELECT count(*) FROM pts a JOIN pts b ON a.id < b.id
+                    WHERE 1 - (a.vec[1]::float8 * b.vec[1] + a.vec[2]::float8 * b.vec[2]) /
+                              sqrt((a.vec[1]::float8 ^ 2 + a.vec[2]::float8 ^ 2) *
+                                   (b.vec[1]::float8 ^ 2 + b.vec[2]::float8 ^ 2)) <= 0.01) AS right
+  FROM tc_selfjoin('pts', 'vec', 0.01, 'id', metric => 'cosine');
+
 -- The updated functions against a fresh install's: the same signatures,
 -- results, properties and comments.
 CREATE VIEW ext_functions AS

@@ -37,8 +37,47 @@ parse_method(const char *name)
 	return TC_METHOD_AUTO;		/* keep compiler quiet */
 }
 
+static TcMetric
+parse_metric(const char *name)
+{
+	if (strcmp(name, "euclidean") == 0)
+		return TC_METRIC_EUCLIDEAN;
+	if (strcmp(name, "cosine") == 0)
+		return TC_METRIC_COSINE;
+	if (strcmp(name, "inner_product") == 0)
+		return TC_METRIC_INNER_PRODUCT;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown metric \"%s\"", name),
+			 errhint("Valid metrics are \"euclidean\", \"cosine\" and \"inner_product\".")));
+	return TC_METRIC_EUCLIDEAN; /* keep compiler quiet */
+}
+
+/*
+ * The metric argument at position argno, where the function's SQL
+ * definition has one (0.3.0 on; the library also serves older definitions
+ * until ALTER EXTENSION UPDATE); NULL or absent: Euclidean.  The dot-product
+ * metrics run on the CPU only so far.
+ */
+static TcMetric
+metric_arg(FunctionCallInfo fcinfo, int argno)
+{
+	TcMetric	m;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return TC_METRIC_EUCLIDEAN;
+	m = parse_metric(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
+	if (m != TC_METRIC_EUCLIDEAN && tc_device_setting == TC_DEVICE_GPU)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the cosine and inner-product metrics run on the CPU only, and tcjoin.device is \"gpu\""),
+				 errhint("Set tcjoin.device to \"auto\" or \"cpu\".")));
+	return m;
+}
+
+/* eps for the metric: finite; not negative but for the inner product (-dot). */
 static void
-check_eps(double eps)
+check_eps(double eps, TcMetric metric)
 {
 	if (isnan(eps))
 		ereport(ERROR,
@@ -48,19 +87,23 @@ check_eps(double eps)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("eps must be finite")));
-	if (eps < 0)
+	if (eps < 0 && metric != TC_METRIC_INNER_PRODUCT)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("eps must not be negative")));
+				 errmsg("eps must not be negative"),
+				 metric == TC_METRIC_COSINE ?
+				 errhint("A cosine distance lies between 0 and 2.") :
+				 errhint("Only metric \"inner_product\" takes a negative eps (its dist is minus the inner product).")));
 }
 
 /* The engine's parameters from the settings and a call's arguments. */
 static void
-join_params(TcJoinParams *params, double eps, bool include_self, bool exact,
+join_params(TcJoinParams *params, double eps, TcMetric metric, bool include_self, bool exact,
 			TcMethod method)
 {
 	memset(params, 0, sizeof(*params));
 	params->eps = eps;
+	params->metric = metric;
 	params->include_self = include_self;
 	params->exact = exact;
 	params->method = method;
@@ -70,6 +113,18 @@ join_params(TcJoinParams *params, double eps, bool include_self, bool exact,
 	params->gpu_memory_limit = (size_t) tc_gpu_memory_limit_mb << 20;
 	params->gpu_full = (TcGpuFull) tc_gpu_full_setting;
 	params->overrides = tc_overrides;
+}
+
+/* The grid bins coordinates: it bounds Euclidean distances only. */
+static void
+check_method_metric(const TcJoinParams *params)
+{
+	if (params->method == TC_METHOD_GRID && params->metric != TC_METRIC_EUCLIDEAN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("method \"grid\" takes the Euclidean metric only"),
+				 errhint("Use method \"auto\" or \"brute\" with metric \"%s\".",
+						 params->metric == TC_METRIC_COSINE ? "cosine" : "inner_product")));
 }
 
 /* A join's own memory context: everything it allocates hangs off it. */
@@ -87,6 +142,7 @@ tc_selfjoin(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	double		eps;
+	TcMetric	metric;
 	TcJoinParams params;
 	MemoryContext mcxt;
 	TcLoaded	loaded;
@@ -101,12 +157,14 @@ tc_selfjoin(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 
 	eps = PG_GETARG_FLOAT8(2);
-	check_eps(eps);
-	join_params(&params, eps,
+	metric = metric_arg(fcinfo, 7);
+	check_eps(eps, metric);
+	join_params(&params, eps, metric,
 				PG_ARGISNULL(4) ? false : PG_GETARG_BOOL(4),
 				PG_ARGISNULL(5) ? true : PG_GETARG_BOOL(5),
 				PG_ARGISNULL(6) ? TC_METHOD_AUTO :
 				parse_method(text_to_cstring(PG_GETARG_TEXT_PP(6))));
+	check_method_metric(&params);
 
 	mcxt = join_context();
 	t0 = tc_now();
@@ -148,6 +206,7 @@ tc_join(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	double		eps;
+	TcMetric	metric;
 	TcJoinParams params;
 	MemoryContext mcxt;
 	TcLoaded	a,
@@ -164,16 +223,18 @@ tc_join(PG_FUNCTION_ARGS)
 			PG_RETURN_NULL();
 
 	eps = PG_GETARG_FLOAT8(4);
-	check_eps(eps);
+	metric = metric_arg(fcinfo, 9);
+	check_eps(eps, metric);
 	if (tc_device_setting == TC_DEVICE_GPU)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("tc_join runs on the CPU only, and tcjoin.device is \"gpu\""),
 				 errhint("Set tcjoin.device to \"auto\" or \"cpu\".")));
-	join_params(&params, eps, false,
+	join_params(&params, eps, metric, false,
 				PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7),
 				PG_ARGISNULL(8) ? TC_METHOD_AUTO :
 				parse_method(text_to_cstring(PG_GETARG_TEXT_PP(8))));
+	check_method_metric(&params);
 
 	mcxt = join_context();
 	t0 = tc_now();

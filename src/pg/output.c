@@ -189,6 +189,17 @@ tc_run_join(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
 	sink.arg = &st;
 
 	status = tc_join_run(guard->join, &sink, &err);
+	/* a zero vector under cosine: its row named by id */
+	if (status == TC_ERR_INVALID && err.point >= 0)
+	{
+		const TcLoaded *l = err.point_set == 0 || b == NULL ? a : b;
+
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("zero vector has no cosine distance"),
+				 errdetail("Row with id %lld of relation \"%s\" is a zero vector, or so small that its squared norm is 0 in float8.",
+						   (long long) l->ids[err.point], l->relname)));
+	}
 	/* TC_STOPPED cannot happen: the callbacks never ask to stop. */
 	if (status != TC_OK && status != TC_STOPPED)
 		report_error(&err);

@@ -4,8 +4,9 @@
 # same values: for random shapes (short values, whose varlena header is one
 # byte, and values stored out of line), each join's rows must equal the
 # reference's, dist bit for bit, whatever the column's type; tc_join across
-# types; a domain over vector; pgvector created in a schema of its own; and
-# the errors (sparsevec, mixed dimensions).  pgvector is optional: where it
+# types; cosine and the inner product against the plain SQL contract and
+# against pgvector's own operators; a domain over vector; pgvector created
+# in a schema of its own; and the errors (sparsevec, mixed dimensions).  pgvector is optional: where it
 # is not installed the suite says so and counts nothing.
 #   test/suites/pgvector.sh      (the cluster up; TCJOIN_PGV_CASES, default 8)
 set -uo pipefail
@@ -99,6 +100,60 @@ for ((c = 0; c < CASES; c++)); do
     read -r n d <<<"${shapes[$((c % ${#shapes[@]}))]}"
     run_case "$n" "$d" "0.$((RANDOM % 9000 + 1000))"
 done
+
+# Cosine and the inner product on vector and halfvec columns: against the
+# plain SQL contract (dist bit for bit), and against pgvector's own <=> and
+# <#> (float4 arithmetic) on the pairs whose distance is not within 1e-5 of
+# eps, where both must decide alike.
+run_metric_case() {
+    local n=$1 d=$2 seed=$3
+    local out
+    out=$(q_db "$DB" -F ' ' 2>&1 <<SQL
+SELECT setseed($seed);
+DROP TABLE IF EXISTS m;
+CREATE TABLE m (id bigint PRIMARY KEY, h pgv.halfvec, v pgv.vector, f float8[]);
+INSERT INTO m (id, h)
+    SELECT i, (SELECT array_agg(round((random() * 2 - 1)::numeric, 2)::real) FROM generate_series(1, $d) k WHERE i > 0)::pgv.halfvec
+      FROM generate_series(1, $n) i;
+UPDATE m SET v = h::real[]::pgv.vector, f = h::real[]::float8[];
+CREATE TEMP TABLE ref AS
+    SELECT mt, a.id AS id_a, b.id AS id_b,
+           CASE mt WHEN 'inner_product' THEN -dot
+                   ELSE 1 - greatest(-1::float8, least(1::float8, dot / sqrt(na * nb))) END AS dist,
+           CASE mt WHEN 'inner_product' THEN (a.v OPERATOR(pgv.<#>) b.v)
+                   ELSE (a.v OPERATOR(pgv.<=>) b.v) END AS pgv_dist
+      FROM m a JOIN m b ON a.id < b.id,
+           LATERAL (SELECT sum(x * y ORDER BY i) AS dot, sum(x * x ORDER BY i) AS na, sum(y * y ORDER BY i) AS nb
+                      FROM unnest(a.f, b.f) WITH ORDINALITY AS u(x, y, i)) s,
+           unnest(ARRAY['cosine', 'inner_product']) mt;
+CREATE TEMP TABLE e AS SELECT mt, (SELECT dist FROM ref r WHERE r.mt = x.mt ORDER BY dist OFFSET 25 LIMIT 1) AS eps
+    FROM (VALUES ('cosine'), ('inner_product')) x(mt);
+SELECT 'metric', e.mt, c,
+       (SELECT count(*) FROM (SELECT least(id_a, id_b), greatest(id_a, id_b), dist FROM tc_selfjoin('m', c, e.eps, metric => e.mt)
+                              EXCEPT ALL SELECT id_a, id_b, dist FROM ref r WHERE r.mt = e.mt AND r.dist <= e.eps) x),
+       (SELECT count(*) FROM (SELECT id_a, id_b, dist FROM ref r WHERE r.mt = e.mt AND r.dist <= e.eps
+                              EXCEPT ALL SELECT least(id_a, id_b), greatest(id_a, id_b), dist FROM tc_selfjoin('m', c, e.eps, metric => e.mt)) x)
+  FROM e, unnest(ARRAY['h', 'v', 'f']::name[]) c;
+SELECT 'pgvector', e.mt,
+       (SELECT count(*) FROM ref r WHERE r.mt = e.mt AND abs(r.pgv_dist - e.eps) > 1e-5 AND
+               (r.pgv_dist <= e.eps) <> (r.dist <= e.eps)),
+       (SELECT count(*) FROM ref r WHERE r.mt = e.mt AND abs(r.pgv_dist - e.eps) <= 1e-5)
+  FROM e;
+SQL
+)
+    local good=0 bad_lines=""
+    while read -r _ mt c extra missing; do
+        if [ "$extra" = 0 ] && [ "$missing" = 0 ]; then good=$((good + 1))
+        else bad_lines="$bad_lines $mt/$c: $extra extra, $missing missing;"; fi
+    done < <(awk '$1 == "metric"' <<<"$out")
+    if [ "$good" = 6 ]; then ok "$n x $d: cosine and inner product on halfvec, vector and float8[], each the reference's, dist bit for bit"
+    else bad "$n x $d metrics:$bad_lines $(grep -m3 ERROR <<<"$out")"; fi
+    if [ "$(awk '$1 == "pgvector" && $3 == 0' <<<"$out" | wc -l)" = 2 ]; then
+        ok "$n x $d: pgvector's <=> and <#> decide alike away from eps ($(awk '$1 == "pgvector" { printf "%s: %s near eps; ", $2, $4 }' <<<"$out"))"
+    else bad "$n x $d: against pgvector's operators: $(awk '$1 == "pgvector"' <<<"$out" | tr '\n' ' ') $(grep -m3 ERROR <<<"$out")"; fi
+}
+run_metric_case 200 16 0.31
+run_metric_case 60 700 0.32
 
 # A domain over vector, and the errors, each statement on its own.
 q_db "$DB" >/dev/null <<'SQL'

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The cosine join against pgvector's answer to the same question, a SQL
+# self-join: N (default 10,000) unit vectors of D (default 384) dimensions
+# as pgvector's vector, 5% of them near-duplicates of others, cosine
+# distance within EPS (default 0.02).  The median of REPS (default 3) runs
+# of each, in one session:
+#   tc_selfjoin(..., EPS, metric => 'cosine') over the vector column,
+#   the same over a real[] copy,
+#   SELECT count(*) FROM t a JOIN t b ON a.id < b.id AND a.v <=> b.v <= EPS
+# and both counts (pgvector computes in float4: near eps they may differ).
+#   test/bench/cosine_vs_pgvector.sh [REPS] [N] [D] [EPS]   (needs pgvector
+#                                                  and the extension installed)
+# Not a test: the figures go to docs/.
+set -uo pipefail
+REPS=${1:-3}
+N=${2:-10000}
+D=${3:-384}
+EPS=${4:-0.02}
+DB=${TCJOIN_BENCH_DB:-tcjoin_cosine}
+cd "$(dirname "$0")/../.."
+[ -n "${PGPORT:-}" ] || eval "$(bash test/cluster.sh env)"
+. test/stress/lib.sh
+
+fresh_db "$DB" || exit 1
+q_db "$DB" <<SQL >/dev/null
+CREATE EXTENSION vector;
+SELECT setseed(0.5);
+CREATE TABLE g AS SELECT i AS id, (SELECT array_agg(random() - 0.5) FROM generate_series(1, $D) k WHERE i > 0) AS x
+    FROM generate_series(1, $N) i;
+-- 5%: a copy of another row, nudged
+UPDATE g SET x = (SELECT array_agg(y + (random() - 0.5) * 0.002 ORDER BY o)
+                    FROM unnest((SELECT x FROM g h WHERE h.id = g.id - 1)) WITH ORDINALITY AS u(y, o))
+ WHERE id % 20 = 0;
+CREATE TABLE t (id int PRIMARY KEY, v vector($D), r real[]);
+INSERT INTO t SELECT id, l2_normalize(x::real[]::vector), NULL FROM g;
+UPDATE t SET r = v::real[];
+VACUUM ANALYZE t;
+CREATE FUNCTION runs(q text, reps int) RETURNS SETOF float8 LANGUAGE plpgsql AS \$\$
+DECLARE t0 timestamptz;
+BEGIN
+    FOR i IN 1 .. reps LOOP
+        t0 := clock_timestamp();
+        EXECUTE q;
+        RETURN NEXT extract(epoch FROM clock_timestamp() - t0) * 1000;
+    END LOOP;
+END \$\$;
+SQL
+echo "$N x $D unit vectors (5% near-duplicates), cosine distance <= $EPS; $(nproc) cores, medians of $REPS (ms); commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
+q_db "$DB" -F ' ' <<SQL
+SET tcjoin.device = cpu;
+SELECT 'tc_selfjoin(vector)', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+       (SELECT count(*) FROM tc_selfjoin('t', 'v', $EPS, metric => 'cosine'))
+  FROM runs(\$q\$SELECT count(*) FROM tc_selfjoin('t', 'v', $EPS, metric => 'cosine')\$q\$, $REPS) ms;
+SELECT 'tc_selfjoin(real[])', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+       (SELECT count(*) FROM tc_selfjoin('t', 'r', $EPS, metric => 'cosine'))
+  FROM runs(\$q\$SELECT count(*) FROM tc_selfjoin('t', 'r', $EPS, metric => 'cosine')\$q\$, $REPS) ms;
+SELECT 'pgvector_self_join', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+       (SELECT count(*) FROM t a JOIN t b ON a.id < b.id AND a.v <=> b.v <= $EPS)
+  FROM runs(\$q\$SELECT count(*) FROM t a JOIN t b ON a.id < b.id AND a.v <=> b.v <= $EPS\$q\$, $REPS) ms;
+SQL
+q_db postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
