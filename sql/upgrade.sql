@@ -30,7 +30,10 @@ SELECT count(*) = (TABLE ref) AS right FROM tc_selfjoin('pts', 'vec', 1.0, id_co
 SELECT n, d, pairs = (TABLE ref) AS right, device_choice IS NOT NULL AS has_choice FROM tc_last_stats();
 
 -- From 0.2.0: its tc_selfjoin and tc_join (no metric argument) served by
--- this library, then the update, after which a metric can be named.
+-- this library, then the update, after which a metric can be named (tc_join
+-- and the dot-product metrics run on the CPU: auto takes it where the GPU
+-- suite sets gpu).
+SET tcjoin.device = auto;
 DROP EXTENSION tcjoin;
 CREATE EXTENSION tcjoin VERSION '0.2.0';
 SELECT count(*) = (TABLE ref) AS right FROM tc_selfjoin('pts', 'vec', 1.0, 'id');
