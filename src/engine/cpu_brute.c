@@ -34,16 +34,16 @@ typedef double v4d __attribute__((vector_size(TC_LANES * sizeof(double))));
 typedef long long v4l __attribute__((vector_size(TC_LANES * sizeof(long long))));
 
 /*
- * Per-worker buffers: the transposed tile, then the current row of a, or
- * with the filter only its verdicts.  At most 8 max(TC_TILE_BYTES / 8,
- * TC_GROUP d) + 8 d + TC_BRUTE_ROWS TC_TILE_MAX_COLS bytes a worker
- * (README.md, "Memory a join takes").
+ * Per-worker buffers: the transposed tile, then the current rows of a (two
+ * under a dot-product metric), or with the filter only its verdicts.  At
+ * most 8 max(TC_TILE_BYTES / 8, TC_GROUP d) + 16 d + TC_BRUTE_ROWS
+ * TC_TILE_MAX_COLS bytes a worker (README.md, "Memory a join takes").
  */
 typedef struct BruteScratch
 {
 	int			cols;			/* tile width, a multiple of TC_GROUP */
 	double	   *tile;			/* d x cols; NULL with the filter */
-	double	   *row;			/* d; NULL with the filter */
+	double	   *row;			/* 2 d; NULL with the filter */
 	uint8_t    *keep;			/* TC_BRUTE_ROWS x cols, the filter's verdicts */
 } BruteScratch;
 
@@ -75,7 +75,7 @@ get_scratch(TcWorker *w, int d, bool filtered)
 	{
 		int			cols = tile_cols(d);
 		/* The filtered path reads the caller's rows: no tile to hold. */
-		size_t		tile = filtered ? 0 : (size_t) d * cols + d;
+		size_t		tile = filtered ? 0 : (size_t) d * cols + 2 * (size_t) d;
 		double	   *base;
 
 		bs = malloc(sizeof(BruteScratch) + sizeof(double) * tile + 64 +
@@ -175,26 +175,35 @@ group_sums(const double *row, const double *tile, int cols, int d, double thr,
 }
 
 /*
- * Dot products of one row with TC_GROUP tile columns starting at jj, each
+ * Dot products of two rows with TC_GROUP tile columns starting at jj, each
  * lane adding its own products in index order (no early exit: a dot
- * product's partial sums do not grow monotonically).
+ * product's partial sums do not grow monotonically); each tile load serves
+ * both rows.
  */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 static void
-group_dots(const double *row, const double *tile, int cols, int d, double *out)
+group_dots2(const double *r0, const double *r1, const double *tile, int cols, int d,
+			double *out0, double *out1)
 {
-	v4d			s[TC_CHAINS] = {{0}};
+	v4d			s0[TC_CHAINS] = {{0}};
+	v4d			s1[TC_CHAINS] = {{0}};
 
 	for (int k = 0; k < d; k++)
 	{
 		const v4d  *t = (const v4d *) (tile + (size_t) k * cols);
 
 		for (int c = 0; c < TC_CHAINS; c++)
-			s[c] += row[k] * t[c];
+		{
+			v4d			tv = t[c];
+
+			s0[c] += r0[k] * tv;
+			s1[c] += r1[k] * tv;
+		}
 	}
-	memcpy(out, s, sizeof(s));
+	memcpy(out0, s0, sizeof(s0));
+	memcpy(out1, s1, sizeof(s1));
 }
 
 /* dist of points i of a and j of b from their dot product (README's contract). */
@@ -261,26 +270,61 @@ NAME(TcWorker *w, const TcJoin *join, const uint8_t *keep, int64_t i0, \
 TC_DEFINE_FILTERED(filtered_f4, float, tc_within_f4)
 TC_DEFINE_FILTERED(filtered_f8, double, tc_within_f8)
 
-/* Row i (in bs->row) against tile columns [jb, j1) under a dot-product metric. */
-static bool
-dot_row(TcWorker *w, const TcJoin *join, const BruteState *state, const BruteScratch *bs,
-		int64_t i, int64_t jb, int64_t j0, int64_t j1)
+/* Point i of a, as float8, into row. */
+static void
+load_row(const TcPoints *a, int64_t i, double *row)
 {
-	for (int64_t jj = (jb - j0) / TC_GROUP * TC_GROUP; j0 + jj < j1; jj += TC_GROUP)
+	if (a->type == TC_FLOAT4)
+		for (int k = 0; k < a->d; k++)
+			row[k] = (double) ((const float *) a->data)[i * a->d + k];
+	else
+		memcpy(row, (const double *) a->data + i * a->d, sizeof(double) * a->d);
+}
+
+/*
+ * Rows [i0, i1) of a against tile columns [j0, j1) (self-join: j > i)
+ * under a dot-product metric, two rows at a time.  Returns false to stop.
+ */
+static bool
+dot_block(TcWorker *w, TcJoin *join, const BruteState *state, BruteScratch *bs,
+		  int64_t i0, int64_t i1, int64_t j0, int64_t j1)
+{
+	double	   *rows[2] = {bs->row, bs->row + join->a.d};
+
+	for (int64_t i = i0; i < i1; i += 2)
 	{
-		double		s[TC_GROUP];
+		int			nr = i + 1 < i1 ? 2 : 1;
+		int64_t		jb[2] = {j1, j1};
+		int64_t		jmin;
 
-		group_dots(bs->row, bs->tile + jj, bs->cols, join->a.d, s);
-		for (int l = 0; l < TC_GROUP; l++)
+		/* two rows meet the tile's cols x d coordinates: d may be huge */
+		if (tc_should_stop(join))
+			return false;
+		for (int r = 0; r < nr; r++)
 		{
-			int64_t		j = j0 + jj + l;
-			double		dist;
+			jb[r] = join->self && j0 <= i + r ? i + r + 1 : j0;
+			if (jb[r] < j1)
+				w->candidates += (uint64_t) (j1 - jb[r]);
+			load_row(&join->a, i + r, rows[r]);
+		}
+		jmin = jb[0] < jb[1] ? jb[0] : jb[1];
+		for (int64_t jj = (jmin - j0) / TC_GROUP * TC_GROUP; j0 + jj < j1; jj += TC_GROUP)
+		{
+			double		s[2][TC_GROUP];
 
-			if (j < jb || j >= j1)
-				continue;
-			dist = dot_metric_dist(join, state, i, j, s[l]);
-			if (dist <= join->thr && !tc_emit(w, i, j, dist))
-				return false;
+			group_dots2(rows[0], rows[nr - 1], bs->tile + jj, bs->cols, join->a.d, s[0], s[1]);
+			for (int r = 0; r < nr; r++)
+				for (int l = 0; l < TC_GROUP; l++)
+				{
+					int64_t		j = j0 + jj + l;
+					double		dist;
+
+					if (j < jb[r] || j >= j1)
+						continue;
+					dist = dot_metric_dist(join, state, i + r, j, s[r][l]);
+					if (dist <= join->thr && !tc_emit(w, i + r, j, dist))
+						return false;
+				}
 		}
 	}
 	return true;
@@ -349,6 +393,12 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 			continue;
 		}
 		load_tile(&join->b, j0, j1, bs);
+		if (join->params.metric != TC_METRIC_EUCLIDEAN)
+		{
+			if (!dot_block(w, join, state, bs, i0, i1, j0, j1))
+				return;
+			continue;
+		}
 		for (int64_t i = i0; i < i1; i++)
 		{
 			/* In a self-join only j > i. */
@@ -366,12 +416,6 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 			else
 				memcpy(bs->row, (const double *) join->a.data + i * d, sizeof(double) * d);
 
-			if (join->params.metric != TC_METRIC_EUCLIDEAN)
-			{
-				if (!dot_row(w, join, state, bs, i, jb, j0, j1))
-					return;
-				continue;
-			}
 			for (int64_t jj = (jb - j0) / TC_GROUP * TC_GROUP; j0 + jj < j1; jj += TC_GROUP)
 			{
 				double		s[TC_GROUP];
