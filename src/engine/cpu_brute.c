@@ -51,7 +51,8 @@ typedef struct BruteScratch
 typedef struct BruteState
 {
 	TcFilter   *filter;
-	double	   *norm_a;			/* squared norms, cosine only */
+	TcDotFilter *dot_filter;	/* cosine and inner product, where it applies */
+	double	   *norm_a;			/* the contract's squared norms (dot-product metrics) */
 	double	   *norm_b;			/* norm_a in a self-join */
 } BruteState;
 
@@ -270,6 +271,35 @@ NAME(TcWorker *w, const TcJoin *join, const uint8_t *keep, int64_t i0, \
 TC_DEFINE_FILTERED(filtered_f4, float, tc_within_f4)
 TC_DEFINE_FILTERED(filtered_f8, double, tc_within_f8)
 
+/*
+ * Rows [i0, i1) of a against columns [j0, j1) of b under a dot-product
+ * metric, through its filter: the pairs it keeps are summed exactly.
+ */
+static bool
+dot_filtered(TcWorker *w, const TcJoin *join, const BruteState *state, const uint8_t *keep,
+			 int64_t i0, int64_t i1, int64_t j0, int64_t j1)
+{
+	for (int64_t i = i0; i < i1; i++)
+	{
+		int64_t		jb = join->self && j0 <= i ? i + 1 : j0;
+
+		if (jb < j1)
+			w->candidates += (uint64_t) (j1 - jb);
+		for (int64_t j = jb; j < j1; j++)
+		{
+			double		dist;
+
+			if (!keep[(i - i0) * (j1 - j0) + (j - j0)])
+				continue;
+			w->rechecked++;
+			dist = dot_metric_dist(join, state, i, j, point_dot(&join->a, i, &join->b, j));
+			if (dist <= join->thr && !tc_emit(w, i, j, dist))
+				return false;
+		}
+	}
+	return true;
+}
+
 /* Point i of a, as float8, into row. */
 static void
 load_row(const TcPoints *a, int64_t i, double *row)
@@ -339,7 +369,7 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 	int64_t		i0 = item * TC_BRUTE_ROWS;
 	int64_t		i1 = i0 + TC_BRUTE_ROWS;
 	int64_t		nb = join->b.n;
-	BruteScratch *bs = get_scratch(w, d, state->filter != NULL);
+	BruteScratch *bs = get_scratch(w, d, state->filter != NULL || state->dot_filter != NULL);
 
 	if (bs == NULL)
 	{
@@ -367,7 +397,7 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 
 		if (tc_should_stop(join))
 			return;
-		if (state->filter)
+		if (state->filter || state->dot_filter)
 		{
 			/*
 			 * Rows by pairs (the filter's own unit, so no verdict
@@ -383,10 +413,18 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 
 				if (r0 > i0 && tc_should_stop(join))
 					return;
-				tc_filter_block(state->filter, r0, r1, j0, j1, bs->keep);
-				go = join->a.type == TC_FLOAT4 ?
-					filtered_f4(w, join, bs->keep, r0, r1, j0, j1) :
-					filtered_f8(w, join, bs->keep, r0, r1, j0, j1);
+				if (state->dot_filter)
+				{
+					tc_dot_filter_block(state->dot_filter, r0, r1, j0, j1, bs->keep);
+					go = dot_filtered(w, join, state, bs->keep, r0, r1, j0, j1);
+				}
+				else
+				{
+					tc_filter_block(state->filter, r0, r1, j0, j1, bs->keep);
+					go = join->a.type == TC_FLOAT4 ?
+						filtered_f4(w, join, bs->keep, r0, r1, j0, j1) :
+						filtered_f8(w, join, bs->keep, r0, r1, j0, j1);
+				}
 				if (!go)
 					return;
 			}
@@ -443,6 +481,7 @@ brute_free_state(TcJoin *join)
 	if (state == NULL)
 		return;
 	tc_filter_free(state->filter);
+	tc_dot_filter_free(state->dot_filter);
 	if (state->norm_b != state->norm_a)
 		free(state->norm_b);
 	free(state->norm_a);
@@ -463,6 +502,8 @@ static const TcBackend brute_backend = {
 static TcStatus
 squared_norms(TcJoin *join, const TcPoints *p, int set, double **out, TcError *err)
 {
+	bool		cosine = join->params.metric == TC_METRIC_COSINE;
+
 	const int64_t rows = tc_check_rows(p->d);
 
 	*out = malloc(sizeof(double) * (size_t) (p->n > 0 ? p->n : 1));
@@ -476,7 +517,7 @@ squared_norms(TcJoin *join, const TcPoints *p, int set, double **out, TcError *e
 		if (i % rows == 0 && !tc_poll(join))
 			return TC_STOPPED;
 		(*out)[i] = point_dot(p, i, p, i);
-		if (!((*out)[i] > 0.0))
+		if (cosine && !((*out)[i] > 0.0))
 		{
 			tc_set_error(err, TC_ERR_INVALID,
 						 "a zero vector has no cosine distance (point %lld of set %c)",
@@ -489,13 +530,18 @@ squared_norms(TcJoin *join, const TcPoints *p, int set, double **out, TcError *e
 	return TC_OK;
 }
 
-/* The dot-product metrics: every pair summed exactly, no filter yet. */
+/*
+ * The dot-product metrics: the contract's squared norms (cosine's, and the
+ * filter's bound), and from TC_FILTER_MIN_DIMS dimensions the float32
+ * filter (cpu_dot_filter.c) where its proof's range holds; every pair it
+ * keeps, or every pair without it, summed exactly.
+ */
 static TcStatus
 dot_prepare(TcJoin *join, BruteState *state, TcError *err)
 {
 	TcStatus	st;
 
-	if (join->params.metric == TC_METRIC_COSINE)
+	if (join->params.metric == TC_METRIC_COSINE || join->a.d >= TC_FILTER_MIN_DIMS)
 	{
 		if ((st = squared_norms(join, &join->a, 0, &state->norm_a, err)) != TC_OK)
 			return st;
@@ -504,6 +550,15 @@ dot_prepare(TcJoin *join, BruteState *state, TcError *err)
 		else if ((st = squared_norms(join, &join->b, 1, &state->norm_b, err)) != TC_OK)
 			return st;
 	}
+	if (join->a.d >= TC_FILTER_MIN_DIMS &&
+		(st = tc_dot_filter_build(join, state->norm_a, state->norm_b, &state->dot_filter)) != TC_OK)
+	{
+		if (st == TC_ERR_NOMEM)
+			tc_set_error(err, st, "out of memory building the brute-force filter");
+		return st;
+	}
+	if (state->dot_filter)
+		join->stats.filter = "float32";
 	join->nitems = (join->a.n + TC_BRUTE_ROWS - 1) / TC_BRUTE_ROWS;
 	join->stats.grid_dims = 0;
 	join->stats.cells = 0;

@@ -205,8 +205,8 @@ unusable:
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx2", "default")))
 #endif
-static void
-dots_2x4(const float *a0, const float *a1, const float *b0, const float *b1,
+void
+tc_dots_2x4(const float *a0, const float *a1, const float *b0, const float *b1,
 		 const float *b2, const float *b3, int dp, float *out)
 {
 	v8sf		s[8] = {{0}};
@@ -256,7 +256,7 @@ tc_filter_block(const TcFilter *f, int64_t i0, int64_t i1, int64_t j0, int64_t j
 
 			for (int c = 0; c < 4; c++)
 				jj[c] = j + c < j1 ? j + c : j1 - 1;
-			dots_2x4(f->fa + (size_t) i * f->dp, f->fa + (size_t) ib * f->dp,
+			tc_dots_2x4(f->fa + (size_t) i * f->dp, f->fa + (size_t) ib * f->dp,
 					 f->fb + (size_t) jj[0] * f->dp, f->fb + (size_t) jj[1] * f->dp,
 					 f->fb + (size_t) jj[2] * f->dp, f->fb + (size_t) jj[3] * f->dp,
 					 f->dp, dot);

@@ -33,4 +33,26 @@ extern void tc_filter_block(const TcFilter *f, int64_t i0, int64_t i1,
 
 extern void tc_filter_free(TcFilter *f);
 
+/*
+ * Float32 dot products of rows a0, a1 with rows b0..b3 (dp floats each, a
+ * multiple of 8, 32-byte aligned): out[r * 4 + c], in any summation order.
+ */
+extern void tc_dots_2x4(const float *a0, const float *a1, const float *b0, const float *b1,
+						const float *b2, const float *b3, int dp, float *out);
+
+/*
+ * The dot-product metrics' float32 filter (cpu_dot_filter.c has the proof):
+ * the same contract as above for cosine and the inner product.  norm_a and
+ * norm_b are the contract's squared norms of the points (the caller's, kept
+ * alive with the filter); *slot is left NULL where the proof's range does
+ * not hold.
+ */
+typedef struct TcDotFilter TcDotFilter;
+
+extern TcStatus tc_dot_filter_build(TcJoin *join, const double *norm_a, const double *norm_b,
+									TcDotFilter **slot);
+extern void tc_dot_filter_block(const TcDotFilter *f, int64_t i0, int64_t i1,
+								int64_t j0, int64_t j1, uint8_t *keep);
+extern void tc_dot_filter_free(TcDotFilter *f);
+
 #endif							/* TCJOIN_CPU_FILTER_H */

@@ -71,6 +71,9 @@ metric_ref_join(TcMetric m, const TcPoints *a, const TcPoints *b, double eps,
  * fourth point a small perturbation of an earlier one, so that some pairs
  * lie close under every metric.
  */
+/* Coordinates' scale: the float32 filter's range ends at 2^-56 and 2^56. */
+static double g_scale = 1.0;
+
 static void
 metric_points(TcPoints *p, int64_t n, int d, TcElemType type, Rng *r)
 {
@@ -81,9 +84,9 @@ metric_points(TcPoints *p, int64_t n, int d, TcElemType type, Rng *r)
 
 		for (int k = 0; k < d; k++)
 		{
-			double		v = src >= 0 ? points_get(p, src, k) + 1e-3 * rng_normal(r) : rng_normal(r);
+			double		v = src >= 0 ? points_get(p, src, k) + 1e-3 * g_scale * rng_normal(r) : rng_normal(r);
 
-			points_set(p, i, k, v);
+			points_set(p, i, k, src >= 0 ? v : v * g_scale);
 		}
 	}
 }
@@ -221,13 +224,26 @@ metric_errors(void)
 void
 test_metrics(void)
 {
-	static const int dims[] = {1, 2, 7, 16, 33, 130};
+	static const int dims[] = {1, 2, 7, 16, 33, 48, 130, 384};
 	static const int64_t sizes[] = {1, 2, 37, 300};
 	Rng			r;
 	int			rounds = g_quick ? 1 : 2;
 
 	rng_seed(&r, mix_seed(g_fresh_seed, 0x6d657472));
 	metric_errors();
+	/* at the float32 filter's range ends (2^50, 2^-50: filtered) and past one (2^60: exact only) */
+	{
+		static const double scales[] = {0x1p50, 0x1p-50, 0x1p60};
+
+		for (size_t si = 0; si < 3; si++)
+			for (int m = TC_METRIC_COSINE; m <= TC_METRIC_INNER_PRODUCT; m++)
+			{
+				g_scale = scales[si];
+				metric_case((TcMetric) m, 200, 0, 64, rng_below(&r, 2) ? TC_FLOAT4 : TC_FLOAT8,
+							true, false, rng_below(&r, 2) == 0, 2, &r);
+			}
+		g_scale = 1.0;
+	}
 	for (int round = 0; round < rounds; round++)
 		for (int m = TC_METRIC_COSINE; m <= TC_METRIC_INNER_PRODUCT; m++)
 			for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
