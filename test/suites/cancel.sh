@@ -82,6 +82,8 @@ SCEN=(
 "float32 filter set-up: $WIDE_ROWS x 512|brute|SELECT count(*) FROM tc_selfjoin('c_wide', 'vec', 0.1, method => 'brute')|SELECT count(*) FROM tc_join('c_wide', 'vec', 'c_one', 'vec', 0.1, method => 'brute')|load|index"
 "work items: one cell of $CELL_ROWS x 512|grid|SELECT count(*) FROM tc_selfjoin('c_cell', 'vec', 0.1, method => 'grid')|SELECT count(*) FROM tc_join('c_cell', 'vec', 'c_one', 'vec', 0.1, method => 'grid')|load+index|600"
 "work items: $CELL_ROWS x 512, float32 filter|brute|SELECT count(*) FROM tc_selfjoin('c_cell', 'vec', 0.1, method => 'brute')|SELECT count(*) FROM tc_join('c_cell', 'vec', 'c_one', 'vec', 0.1, method => 'brute')|load+index|600"
+"dot-product norms and filter set-up: $WIDE_ROWS x 512, inner product|brute|SELECT count(*) FROM tc_selfjoin('c_wide', 'vec', -1e30, metric => 'inner_product')|SELECT count(*) FROM tc_join('c_wide', 'vec', 'c_one', 'vec', -1e30, metric => 'inner_product')|load|index"
+"work items: $CELL_ROWS x 512, inner product, float32 filter|brute|SELECT count(*) FROM tc_selfjoin('c_cell', 'vec', -1e30, metric => 'inner_product')|SELECT count(*) FROM tc_join('c_cell', 'vec', 'c_one', 'vec', -1e30, metric => 'inner_product')|load+index|600"
 "work items: 300,000 x 8, many cells|grid|SELECT count(*) FROM tc_selfjoin('c_8d', 'vec', 0.15, method => 'grid')|self|load+index|join"
 "work items: 300,000 x 8, no filter|brute|SELECT count(*) FROM tc_selfjoin('c_8d', 'vec', 0.15, method => 'brute')|SELECT count(*) FROM tc_join('c_8d', 'vec', 'c_one8', 'vec', 0.15, method => 'brute')|load+index|600"
 "output: 12.5 million pairs|auto|SELECT count(*) FROM tc_selfjoin('c_dense', 'vec', 0.01)|self|load+index|join"
