@@ -20,7 +20,8 @@
  *	 TC_TEST_SECTIONS comma-separated sections to run (default all): basics,
  *					sq_threshold, invalid, tiny, dims, distributions,
  *					two-sets, large, sinks, random, fp16-round,
- *					fp16-filter, overrides, cancel, signals, threads.
+ *					fp16-filter, overrides, cancel, signals, threads,
+ *					device, metrics.
  */
 #include "test_harness.h"
 
