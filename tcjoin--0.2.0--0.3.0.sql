@@ -1,6 +1,6 @@
 -- tcjoin 0.2.0 to 0.3.0: a metric argument, 'euclidean' (as before), 'cosine'
 -- or 'inner_product', last in both joins' arguments, so that every call of
--- 0.2.0 means what it meant.
+-- 0.2.0 means what it meant; tc_last_stats() says which metric ran.
 \echo Use "ALTER EXTENSION tcjoin UPDATE TO '0.3.0'" to load this file. \quit
 
 -- A new argument is a new signature: drop and create again.  A view or
@@ -44,3 +44,44 @@ ROWS 1000;
 
 COMMENT ON FUNCTION tc_join(regclass, name, regclass, name, double precision, name, name, boolean, text, text) IS
 'pairs (a from relation_a, b from relation_b) whose vectors are within distance eps (Euclidean, cosine or negative inner product)';
+
+-- Its result type changes: drop and create again (nothing can depend on a
+-- function returning SETOF record by its columns).
+DROP FUNCTION tc_last_stats();
+
+-- What the last join in this session did: plan, counts and phase timings.
+CREATE FUNCTION tc_last_stats(
+    OUT device text,
+    OUT method text,
+    OUT tensor_cores boolean,
+    OUT filter text,
+    OUT threads integer,
+    OUT grid_dims integer[],
+    OUT n bigint,
+    OUT d integer,
+    OUT eps double precision,
+    OUT cells bigint,
+    OUT candidates bigint,
+    OUT rechecked bigint,
+    OUT pairs bigint,
+    OUT load_ms double precision,
+    OUT index_ms double precision,
+    OUT join_ms double precision,
+    OUT output_ms double precision,
+    OUT total_ms double precision,
+    OUT gpu_blocks integer,
+    OUT auto_grid_ms double precision,
+    OUT auto_brute_ms double precision,
+    OUT gpu_kernels text,
+    OUT gpu_batches bigint,
+    OUT gpu_reruns bigint,
+    OUT device_choice text,
+    OUT auto_cpu_ms double precision,
+    OUT auto_gpu_ms double precision,
+    OUT gpu_new_context boolean,
+    OUT gpu_setup_ms double precision,
+    OUT gpu_full_wait_ms double precision,
+    OUT metric text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'tc_last_stats'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;

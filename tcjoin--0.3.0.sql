@@ -71,7 +71,8 @@ CREATE FUNCTION tc_last_stats(
     OUT auto_gpu_ms double precision,
     OUT gpu_new_context boolean,
     OUT gpu_setup_ms double precision,
-    OUT gpu_full_wait_ms double precision)
+    OUT gpu_full_wait_ms double precision,
+    OUT metric text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'tc_last_stats'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;

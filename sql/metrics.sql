@@ -67,7 +67,7 @@ SELECT (SELECT count(*) FROM tc_join('mv', 'v', 'mv', 'w', 0.05, metric => 'cosi
        (SELECT count(*) FROM mv a, mv b WHERE ref_metric(a.w, b.w, 'cosine') <= 0.05) AS right;
 -- method brute is the same join; method grid, the GPU and bad values are errors
 SELECT count(*) > 0 AS rows FROM tc_selfjoin('mv', 'v', 0.05, method => 'brute', metric => 'cosine');
-SELECT method, filter FROM tc_last_stats();
+SELECT method, filter, metric FROM tc_last_stats();
 SELECT * FROM tc_selfjoin('mv', 'v', 0.05, method => 'grid', metric => 'cosine');
 SELECT * FROM tc_selfjoin('mv', 'v', 0.05, metric => 'manhattan');
 SELECT * FROM tc_selfjoin('mv', 'v', -0.05, metric => 'cosine');

@@ -38,6 +38,8 @@ DROP EXTENSION tcjoin;
 CREATE EXTENSION tcjoin VERSION '0.2.0';
 SELECT count(*) = (TABLE ref) AS right FROM tc_selfjoin('pts', 'vec', 1.0, 'id');
 SELECT count(*) = 2 * (TABLE ref) + 49 AS right FROM tc_join('pts', 'vec', 'pts', 'vec', 1.0, 'id', 'id');
+-- 0.2.0's tc_last_stats() (30 columns) from this library
+SELECT n, d, pairs = 2 * (TABLE ref) + 49 AS right, device_choice IS NOT NULL AS has_choice FROM tc_last_stats();
 ALTER EXTENSION tcjoin UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'tcjoin';
 SELECT count(*) = (TABLE ref) AS right FROM tc_selfjoin('pts', 'vec', 1.0, 'id');
@@ -46,6 +48,7 @@ SELECT count(*) = (SELECT count(*) FROM pts a JOIN pts b ON a.id < b.id
                               sqrt((a.vec[1]::float8 ^ 2 + a.vec[2]::float8 ^ 2) *
                                    (b.vec[1]::float8 ^ 2 + b.vec[2]::float8 ^ 2)) <= 0.01) AS right
   FROM tc_selfjoin('pts', 'vec', 0.01, 'id', metric => 'cosine');
+SELECT metric FROM tc_last_stats();
 
 -- The updated functions against a fresh install's: the same signatures,
 -- results, properties and comments.

@@ -194,6 +194,8 @@ tc_join_create(const TcPoints *a, const TcPoints *b, const TcJoinParams *params,
 	join->stats.threads = join->params.threads;
 
 	join->stats.method = params->method == TC_METHOD_BRUTE ? "brute" : "grid";
+	join->stats.metric = params->metric == TC_METRIC_COSINE ? "cosine" :
+		params->metric == TC_METRIC_INNER_PRODUCT ? "inner_product" : "euclidean";
 	join->stats.filter = "none";
 	return join;
 }

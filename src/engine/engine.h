@@ -200,6 +200,7 @@ typedef struct TcJoinStats
 {
 	const char *device;			/* "cpu" or "gpu" */
 	const char *method;			/* "grid" or "brute" */
+	const char *metric;			/* "euclidean", "cosine" or "inner_product" */
 	bool		tensor_cores;	/* a tensor-core filter ran */
 	int			threads;
 	int			grid_dims;		/* dimensions indexed (grid only) */

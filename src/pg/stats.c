@@ -58,12 +58,14 @@ typedef struct LastStats
 	bool		gpu_new_context;
 	double		gpu_setup_ms;
 	double		gpu_full_wait_ms;
+	char		metric[16];
 } LastStats;
 
 static LastStats last_stats;
 
-/* tc_last_stats()'s columns in this version, and in 0.1.0 (its first ones). */
-#define TC_STATS_COLUMNS 30
+/* tc_last_stats()'s columns in this version, and in 0.2.0 and 0.1.0 (its first ones). */
+#define TC_STATS_COLUMNS 31
+#define TC_STATS_COLUMNS_0_2 30
 #define TC_STATS_COLUMNS_0_1 24
 
 /* Keep a finished join's statistics, and report them if asked to. */
@@ -116,6 +118,7 @@ tc_record_stats(int64 n, int d, double eps, const TcRunStats *rs,
 	ls->gpu_new_context = rs->join.gpu_cold;
 	ls->gpu_setup_ms = rs->join.gpu_setup_seconds * 1000;
 	ls->gpu_full_wait_ms = rs->join.gpu_full_wait_seconds * 1000;
+	strlcpy(ls->metric, rs->join.metric ? rs->join.metric : "euclidean", sizeof(ls->metric));
 
 	if (tc_log_stats)
 		ereport(INFO,
@@ -146,12 +149,13 @@ tc_last_stats(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	/*
-	 * Version 0.1.0's definition (before ALTER EXTENSION UPDATE) has the
-	 * first columns only, in the same order: it gets those.  Any other
-	 * shape is no definition this library knows: fail, never misread.
+	 * Versions 0.1.0's and 0.2.0's definitions (before ALTER EXTENSION
+	 * UPDATE) have the first columns only, in the same order: they get
+	 * those.  Any other shape is no definition this library knows: fail,
+	 * never misread.
 	 */
 	natts = rsinfo->setDesc->natts;
-	if (natts != TC_STATS_COLUMNS && natts != TC_STATS_COLUMNS_0_1)
+	if (natts != TC_STATS_COLUMNS && natts != TC_STATS_COLUMNS_0_2 && natts != TC_STATS_COLUMNS_0_1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("tc_last_stats() returns %d columns, but this tcjoin library fills %d",
@@ -208,6 +212,8 @@ tc_last_stats(PG_FUNCTION_ARGS)
 	values[i++] = Float8GetDatum(ls->gpu_setup_ms);
 	nulls[i] = ls->gpu_batches < 0;
 	values[i++] = Float8GetDatum(ls->gpu_full_wait_ms);
+	Assert(i == TC_STATS_COLUMNS_0_2);
+	values[i++] = CStringGetTextDatum(ls->metric);
 	Assert(i == lengthof(values));
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	PG_RETURN_NULL();
