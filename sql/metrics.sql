@@ -68,7 +68,16 @@ SELECT (SELECT count(*) FROM tc_join('mv', 'v', 'mv', 'w', 0.05, metric => 'cosi
 -- method brute is the same join; method grid, the GPU and bad values are errors
 SELECT count(*) > 0 AS rows FROM tc_selfjoin('mv', 'v', 0.05, method => 'brute', metric => 'cosine');
 SELECT method, filter, metric FROM tc_last_stats();
-SELECT * FROM tc_selfjoin('mv', 'v', 0.05, method => 'grid', metric => 'cosine');
+-- cosine through the grid of unit vectors: the same rows as brute force
+SELECT (SELECT count(*) FROM (SELECT * FROM tc_selfjoin('mv', 'v', 0.05, method => 'grid', metric => 'cosine')
+                              EXCEPT ALL
+                              SELECT * FROM tc_selfjoin('mv', 'v', 0.05, method => 'brute', metric => 'cosine')) x) AS extra,
+       (SELECT count(*) FROM (SELECT * FROM tc_selfjoin('mv', 'v', 0.05, method => 'brute', metric => 'cosine')
+                              EXCEPT ALL
+                              SELECT * FROM tc_selfjoin('mv', 'v', 0.05, method => 'grid', metric => 'cosine')) x) AS missing;
+SELECT count(*) > 0 AS rows FROM tc_selfjoin('mv', 'v', 0.05, metric => 'cosine');
+SELECT method, filter, metric FROM tc_last_stats();
+SELECT * FROM tc_selfjoin('mv', 'v', 0.05, method => 'grid', metric => 'inner_product');
 SELECT * FROM tc_selfjoin('mv', 'v', 0.05, metric => 'manhattan');
 SELECT * FROM tc_selfjoin('mv', 'v', -0.05, metric => 'cosine');
 SELECT * FROM tc_selfjoin('mv', 'v', -0.05);

@@ -159,10 +159,10 @@ tc_join_create(const TcPoints *a, const TcPoints *b, const TcJoinParams *params,
 		return NULL;
 	}
 	/* the grid bins by coordinates: it bounds Euclidean distances only */
-	if (params->metric != TC_METRIC_EUCLIDEAN && params->method == TC_METHOD_GRID)
+	if (params->metric == TC_METRIC_INNER_PRODUCT && params->method == TC_METHOD_GRID)
 	{
 		tc_set_error(err, TC_ERR_INVALID,
-					 "method grid takes the Euclidean metric only; use auto or brute");
+					 "method grid takes the Euclidean and cosine metrics only; use auto or brute");
 		return NULL;
 	}
 
@@ -339,7 +339,9 @@ prepare(TcJoin *join, TcError *err)
 			st = tc_brute_prepare(join, err);
 			break;
 		case TC_METHOD_GRID:
-			st = tc_grid_prepare(join, false, err);
+			/* cosine where the unit vectors' grid cannot take it: brute force */
+			st = join->params.metric == TC_METRIC_EUCLIDEAN ?
+				tc_grid_prepare(join, false, err) : tc_brute_prepare(join, err);
 			break;
 		case TC_METHOD_AUTO:
 		default:
@@ -633,6 +635,8 @@ tc_join_run(TcJoin *join, const TcSink *sink, TcError *err)
 		if (use_gpu && ((st = run_gpu(join, &to_cpu, err)) != TC_OK || !to_cpu))
 			return st;
 	}
+	if (tc_cosine_grid_applies(join))
+		return tc_cosine_grid_run(join, err);
 	st = prepare(join, err);
 	if (st != TC_OK)
 		return st;
@@ -743,6 +747,7 @@ tc_join_destroy(TcJoin *join)
 	request_stop(join);
 	join_workers(join);
 	tc_gpu_join_free(join->gpu);
+	tc_cosine_grid_free(join);
 	if (join->backend && join->backend->free_state)
 		join->backend->free_state(join);
 	tc_free_scratch(join);

@@ -58,6 +58,7 @@ struct TcJoin
 
 	const TcSink *sink;			/* set by tc_join_run */
 	struct TcGpuJoin *gpu;		/* a GPU join's resources, if it ran there */
+	struct CosineGrid *cosine_grid; /* cosine through a grid (cosine_grid.c) */
 	const TcBackend *backend;
 	void	   *state;
 	int64_t		nitems;
@@ -141,6 +142,15 @@ tc_check_rows(int64_t width)
  * may longjmp); false when the join must stop.
  */
 extern bool tc_poll(TcJoin *join);
+
+/*
+ * Cosine in few dimensions through the Euclidean grid on unit vectors
+ * (cosine_grid.c): whether this join takes that path, running it, and
+ * freeing what it holds (tc_join_destroy).
+ */
+extern bool tc_cosine_grid_applies(const TcJoin *join);
+extern TcStatus tc_cosine_grid_run(TcJoin *join, TcError *err);
+extern void tc_cosine_grid_free(TcJoin *join);
 
 /* Tiny GPU joins on the prewarm thread, loading the kernels (gpu_warm.c). */
 extern void tc_gpu_warm_kernels(void);

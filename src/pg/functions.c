@@ -115,16 +115,18 @@ join_params(TcJoinParams *params, double eps, TcMetric metric, bool include_self
 	params->overrides = tc_overrides;
 }
 
-/* The grid bins coordinates: it bounds Euclidean distances only. */
+/*
+ * The grid bins coordinates: it bounds Euclidean distances, and cosine ones
+ * through unit vectors; an inner product has no such bound.
+ */
 static void
 check_method_metric(const TcJoinParams *params)
 {
-	if (params->method == TC_METHOD_GRID && params->metric != TC_METRIC_EUCLIDEAN)
+	if (params->method == TC_METHOD_GRID && params->metric == TC_METRIC_INNER_PRODUCT)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("method \"grid\" takes the Euclidean metric only"),
-				 errhint("Use method \"auto\" or \"brute\" with metric \"%s\".",
-						 params->metric == TC_METRIC_COSINE ? "cosine" : "inner_product")));
+				 errmsg("method \"grid\" takes the Euclidean and cosine metrics only"),
+				 errhint("Use method \"auto\" or \"brute\" with metric \"inner_product\".")));
 }
 
 /* A join's own memory context: everything it allocates hangs off it. */
