@@ -56,4 +56,21 @@ NAME(const ELEM *a, const ELEM *b, int d, double thr, double *dist) \
 TC_DEFINE_WITHIN(tc_within_f4, float)
 TC_DEFINE_WITHIN(tc_within_f8, double)
 
+/*
+ * The cosine contract's dist from a dot product and the two squared norms
+ * (each summed in float8, in index order): 1 - clamp(dot / sqrt(na nb)).
+ * Monotone decreasing in dot, which the float32 filter's bound relies on.
+ */
+static inline double
+tc_cosine_dist(double dot, double na, double nb)
+{
+	double		sim = dot / sqrt(na * nb);
+
+	if (sim > 1.0)
+		sim = 1.0;
+	else if (sim < -1.0)
+		sim = -1.0;
+	return 1.0 - sim;
+}
+
 #endif							/* TCJOIN_DISTANCE_H */

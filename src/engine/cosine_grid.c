@@ -22,6 +22,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "distance.h"
 #include "engine_int.h"
 
 /* The proof's reach ((d + 10) 2^-53 < 1e-14), and auto's choice below it */
@@ -43,32 +44,15 @@ typedef struct CosineGrid
 	uint64_t	candidates;
 } CosineGrid;
 
-static bool
-in_range(const TcPoints *p)
-{
-	for (int64_t i = 0; i < p->n; i++)
-		for (int k = 0; k < p->d; k++)
-		{
-			double		x = fabs(tc_coord(p, i, k));
-
-			if (x != 0.0 && !(x >= 0x1p-400 && x <= 0x1p400))
-				return false;
-		}
-	return true;
-}
-
+/* Whether the join takes this path, from its shape alone (the data's range is checked as it runs). */
 bool
 tc_cosine_grid_applies(const TcJoin *join)
 {
 	if (join->params.metric != TC_METRIC_COSINE || join->a.n == 0 ||
-		join->params.method == TC_METHOD_BRUTE)
+		join->params.method == TC_METHOD_BRUTE || join->a.d > TC_COSINE_GRID_PROOF_DIMS)
 		return false;
-	if (join->params.method == TC_METHOD_AUTO &&
-		(join->a.d > TC_COSINE_GRID_MAX_DIMS || join->params.eps > TC_COSINE_GRID_MAX_EPS))
-		return false;
-	/* outside the proof's reach: brute force decides every pair */
-	return join->a.d <= TC_COSINE_GRID_PROOF_DIMS && in_range(&join->a) &&
-		(join->self || in_range(&join->b));
+	return join->params.method == TC_METHOD_GRID ||
+		(join->a.d <= TC_COSINE_GRID_MAX_DIMS && join->params.eps <= TC_COSINE_GRID_MAX_EPS);
 }
 
 void
@@ -89,61 +73,37 @@ tc_cosine_grid_free(TcJoin *join)
 	join->cosine_grid = NULL;
 }
 
-/* The contract's squared norms and the unit vectors of p; false on a zero vector. */
+/* The unit vectors of p (each coordinate over the rounded root of its squared norm), polling. */
 static TcStatus
-units(TcJoin *join, const TcPoints *p, int set, double **norm, double **unit, TcError *err)
+units(TcJoin *join, const TcPoints *p, const double *norm, double **unit, TcError *err)
 {
 	const int64_t rows = tc_check_rows(p->d);
 
-	*norm = malloc(sizeof(double) * (size_t) p->n);
 	*unit = malloc(sizeof(double) * (size_t) p->n * (size_t) p->d);
-	if (*norm == NULL || *unit == NULL)
+	if (*unit == NULL)
 	{
 		tc_set_error(err, TC_ERR_NOMEM, "out of memory");
 		return TC_ERR_NOMEM;
 	}
 	for (int64_t i = 0; i < p->n; i++)
 	{
-		double		s = 0.0,
-					r;
+		double		r = sqrt(norm[i]);
 
 		if (i % rows == 0 && !tc_poll(join))
 			return TC_STOPPED;
-		for (int k = 0; k < p->d; k++)
-			s += tc_coord(p, i, k) * tc_coord(p, i, k);
-		if (!(s > 0.0))
-		{
-			tc_set_error(err, TC_ERR_INVALID,
-						 "a zero vector has no cosine distance (point %lld of set %c)",
-						 (long long) i, set == 0 ? 'a' : 'b');
-			err->point = i;
-			err->point_set = set;
-			return TC_ERR_INVALID;
-		}
-		(*norm)[i] = s;
-		r = sqrt(s);
 		for (int k = 0; k < p->d; k++)
 			(*unit)[i * p->d + k] = tc_coord(p, i, k) / r;
 	}
 	return TC_OK;
 }
 
-/* The contract's cosine dist of a's i and b's j (as cpu_brute.c computes it). */
+/* The contract's cosine dist of a's i and b's j. */
 static double
 cosine_dist(const CosineGrid *cg, int64_t i, int64_t j)
 {
 	const TcJoin *join = cg->outer;
-	double		dot = 0.0,
-				sim;
 
-	for (int k = 0; k < join->a.d; k++)
-		dot += tc_coord(&join->a, i, k) * tc_coord(&join->b, j, k);
-	sim = dot / sqrt(cg->norm_a[i] * cg->norm_b[j]);
-	if (sim > 1.0)
-		sim = 1.0;
-	else if (sim < -1.0)
-		sim = -1.0;
-	return 1.0 - sim;
+	return tc_cosine_dist(tc_point_dot(&join->a, i, &join->b, j), cg->norm_a[i], cg->norm_b[j]);
 }
 
 static int
@@ -195,32 +155,41 @@ outer_poll(void *arg)
 }
 
 TcStatus
-tc_cosine_grid_run(TcJoin *join, TcError *err)
+tc_cosine_grid_run(TcJoin *join, bool *ran, TcError *err)
 {
-	CosineGrid *cg = calloc(1, sizeof(CosineGrid));
+	CosineGrid *cg;
 	TcJoinParams params = join->params;
 	TcPoints	ua,
 				ub;
 	TcSink		sink;
 	TcJoinStats is;
 	TcStatus	st;
+	bool		stopped = false;
 	double		t0 = tc_now();
 
-	join->cosine_grid = cg;		/* freed by tc_join_destroy, whatever happens */
+	/* outside the proof's range: not run, brute force decides every pair */
+	*ran = false;
+	if (!tc_coords_in_range(join, &join->a, 0x1p-400, 0x1p400, &stopped) ||
+		(!join->self && !tc_coords_in_range(join, &join->b, 0x1p-400, 0x1p400, &stopped)))
+		return stopped ? TC_STOPPED : TC_OK;
+	*ran = true;
+	cg = join->cosine_grid = calloc(1, sizeof(CosineGrid));	/* freed by tc_join_destroy */
 	if (cg == NULL)
 	{
 		tc_set_error(err, TC_ERR_NOMEM, "out of memory");
 		return TC_ERR_NOMEM;
 	}
 	cg->outer = join;
-	if ((st = units(join, &join->a, 0, &cg->norm_a, &cg->unit_a, err)) != TC_OK)
+	if ((st = tc_squared_norms(join, &join->a, 0, &cg->norm_a, err)) != TC_OK ||
+		(st = units(join, &join->a, cg->norm_a, &cg->unit_a, err)) != TC_OK)
 		return st;
 	if (join->self)
 	{
 		cg->norm_b = cg->norm_a;
 		cg->unit_b = cg->unit_a;
 	}
-	else if ((st = units(join, &join->b, 1, &cg->norm_b, &cg->unit_b, err)) != TC_OK)
+	else if ((st = tc_squared_norms(join, &join->b, 1, &cg->norm_b, err)) != TC_OK ||
+			 (st = units(join, &join->b, cg->norm_b, &cg->unit_b, err)) != TC_OK)
 		return st;
 
 	ua = (TcPoints) {cg->unit_a, join->a.n, join->a.d, TC_FLOAT8};

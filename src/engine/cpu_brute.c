@@ -211,27 +211,9 @@ group_dots2(const double *r0, const double *r1, const double *tile, int cols, in
 static inline double
 dot_metric_dist(const TcJoin *join, const BruteState *state, int64_t i, int64_t j, double dot)
 {
-	double		sim;
-
 	if (join->params.metric == TC_METRIC_INNER_PRODUCT)
 		return -dot;
-	sim = dot / sqrt(state->norm_a[i] * state->norm_b[j]);
-	if (sim > 1.0)
-		sim = 1.0;
-	else if (sim < -1.0)
-		sim = -1.0;
-	return 1.0 - sim;
-}
-
-/* The dot product of two points, in float8, in index order. */
-static double
-point_dot(const TcPoints *a, int64_t i, const TcPoints *b, int64_t j)
-{
-	double		s = 0.0;
-
-	for (int k = 0; k < a->d; k++)
-		s += tc_coord(a, i, k) * tc_coord(b, j, k);
-	return s;
+	return tc_cosine_dist(dot, state->norm_a[i], state->norm_b[j]);
 }
 
 /*
@@ -292,7 +274,7 @@ dot_filtered(TcWorker *w, const TcJoin *join, const BruteState *state, const uin
 			if (!keep[(i - i0) * (j1 - j0) + (j - j0)])
 				continue;
 			w->rechecked++;
-			dist = dot_metric_dist(join, state, i, j, point_dot(&join->a, i, &join->b, j));
+			dist = dot_metric_dist(join, state, i, j, tc_point_dot(&join->a, i, &join->b, j));
 			if (dist <= join->thr && !tc_emit(w, i, j, dist))
 				return false;
 		}
@@ -385,7 +367,7 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 		{
 			/* a point with itself: 0 apart, or its own dot product's dist */
 			double		dist = join->params.metric == TC_METRIC_EUCLIDEAN ? 0.0 :
-				dot_metric_dist(join, state, i, i, point_dot(&join->a, i, &join->a, i));
+				dot_metric_dist(join, state, i, i, tc_point_dot(&join->a, i, &join->a, i));
 
 			if (dist <= thr && !tc_emit(w, i, i, dist))
 				return;
@@ -448,11 +430,7 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 			if (tc_should_stop(join))
 				return;
 			w->candidates += (uint64_t) (j1 - jb);
-			if (join->a.type == TC_FLOAT4)
-				for (int k = 0; k < d; k++)
-					bs->row[k] = (double) ((const float *) join->a.data)[i * d + k];
-			else
-				memcpy(bs->row, (const double *) join->a.data + i * d, sizeof(double) * d);
+			load_row(&join->a, i, bs->row);
 
 			for (int64_t jj = (jb - j0) / TC_GROUP * TC_GROUP; j0 + jj < j1; jj += TC_GROUP)
 			{
@@ -499,8 +477,8 @@ static const TcBackend brute_backend = {
  * Squared norms of p's points into *out, polling; a zero norm (a zero
  * vector, or one whose squares all underflow) has no cosine distance.
  */
-static TcStatus
-squared_norms(TcJoin *join, const TcPoints *p, int set, double **out, TcError *err)
+TcStatus
+tc_squared_norms(TcJoin *join, const TcPoints *p, int set, double **out, TcError *err)
 {
 	bool		cosine = join->params.metric == TC_METRIC_COSINE;
 
@@ -516,7 +494,7 @@ squared_norms(TcJoin *join, const TcPoints *p, int set, double **out, TcError *e
 	{
 		if (i % rows == 0 && !tc_poll(join))
 			return TC_STOPPED;
-		(*out)[i] = point_dot(p, i, p, i);
+		(*out)[i] = tc_point_dot(p, i, p, i);
 		if (cosine && !((*out)[i] > 0.0))
 		{
 			tc_set_error(err, TC_ERR_INVALID,
@@ -543,11 +521,11 @@ dot_prepare(TcJoin *join, BruteState *state, TcError *err)
 
 	if (join->params.metric == TC_METRIC_COSINE || join->a.d >= TC_FILTER_MIN_DIMS)
 	{
-		if ((st = squared_norms(join, &join->a, 0, &state->norm_a, err)) != TC_OK)
+		if ((st = tc_squared_norms(join, &join->a, 0, &state->norm_a, err)) != TC_OK)
 			return st;
 		if (join->self)
 			state->norm_b = state->norm_a;
-		else if ((st = squared_norms(join, &join->b, 1, &state->norm_b, err)) != TC_OK)
+		else if ((st = tc_squared_norms(join, &join->b, 1, &state->norm_b, err)) != TC_OK)
 			return st;
 	}
 	if (join->a.d >= TC_FILTER_MIN_DIMS &&

@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "cpu_filter.h"
+#include "distance.h"
 #include "engine_int.h"
 
 #define TC_DOT_FILTER_ALIGN 32
@@ -67,9 +68,8 @@ tc_dot_filter_free(TcDotFilter *f)
 	free(f);
 }
 
-/* Whether every coordinate of p is 0 or in the proof's range.  False also on a stop. */
-static bool
-in_range(TcJoin *join, const TcPoints *p, bool *stopped)
+bool
+tc_coords_in_range(TcJoin *join, const TcPoints *p, double lo, double hi, bool *stopped)
 {
 	const int64_t rows = tc_check_rows(p->d);
 
@@ -84,7 +84,7 @@ in_range(TcJoin *join, const TcPoints *p, bool *stopped)
 		{
 			double		x = fabs(tc_coord(p, i, k));
 
-			if (x != 0.0 && !(x >= 0x1p-56 && x <= 0x1p56))
+			if (x != 0.0 && !(x >= lo && x <= hi))
 				return false;
 		}
 	}
@@ -138,7 +138,8 @@ tc_dot_filter_build(TcJoin *join, const double *norm_a, const double *norm_b, Tc
 	*slot = NULL;
 	if (d < TC_FILTER_MIN_DIMS || d > 16384 || a->n == 0)
 		return TC_OK;
-	if (!in_range(join, a, &stopped) || (b && !in_range(join, b, &stopped)))
+	if (!tc_coords_in_range(join, a, 0x1p-56, 0x1p56, &stopped) ||
+		(b && !tc_coords_in_range(join, b, 0x1p-56, 0x1p56, &stopped)))
 		return stopped ? TC_STOPPED : TC_OK;
 	/* Owned by the caller from here on, so a longjmp out of a poll leaks nothing. */
 	f = *slot = calloc(1, sizeof(TcDotFilter));
@@ -172,15 +173,8 @@ may_keep(const TcDotFilter *f, int64_t i, int64_t j, float dot32)
 
 	if (f->metric == TC_METRIC_INNER_PRODUCT)
 		return !(upper < -f->eps);
-	{
-		double		sim = upper / sqrt(f->na[i] * f->nb[j]);
-
-		if (sim > 1.0)
-			sim = 1.0;
-		else if (sim < -1.0)
-			sim = -1.0;
-		return !(1.0 - sim > f->eps);
-	}
+	/* the contract's own formula on the upper bound: a lower bound on its dist */
+	return !(tc_cosine_dist(upper, f->na[i], f->nb[j]) > f->eps);
 }
 
 void

@@ -636,7 +636,13 @@ tc_join_run(TcJoin *join, const TcSink *sink, TcError *err)
 			return st;
 	}
 	if (tc_cosine_grid_applies(join))
-		return tc_cosine_grid_run(join, err);
+	{
+		bool		ran;
+
+		st = tc_cosine_grid_run(join, &ran, err);
+		if (ran || st != TC_OK)
+			return st;
+	}
 	st = prepare(join, err);
 	if (st != TC_OK)
 		return st;

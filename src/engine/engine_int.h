@@ -99,6 +99,17 @@ tc_coord(const TcPoints *p, int64_t i, int k)
 	return ((const double *) p->data)[i * p->d + k];
 }
 
+/* The dot product of a's point i and b's point j, in float8, in index order. */
+static inline double
+tc_point_dot(const TcPoints *a, int64_t i, const TcPoints *b, int64_t j)
+{
+	double		s = 0.0;
+
+	for (int k = 0; k < a->d; k++)
+		s += tc_coord(a, i, k) * tc_coord(b, j, k);
+	return s;
+}
+
 /* Hand the worker's batch to the main thread; false when told to stop. */
 extern bool tc_worker_flush(TcWorker *w);
 
@@ -144,12 +155,27 @@ tc_check_rows(int64_t width)
 extern bool tc_poll(TcJoin *join);
 
 /*
+ * The contract's squared norms of p's points into *out (malloc'd; set 0 is
+ * a, 1 is b), polling; under cosine a zero norm is an error naming its
+ * point (cpu_brute.c).
+ */
+extern TcStatus tc_squared_norms(TcJoin *join, const TcPoints *p, int set, double **out,
+								 TcError *err);
+
+/*
+ * Whether every coordinate of p is 0 or of magnitude in [lo, hi], polling;
+ * on a stop, false with *stopped set (cpu_dot_filter.c).
+ */
+extern bool tc_coords_in_range(TcJoin *join, const TcPoints *p, double lo, double hi,
+							   bool *stopped);
+
+/*
  * Cosine in few dimensions through the Euclidean grid on unit vectors
  * (cosine_grid.c): whether this join takes that path, running it, and
  * freeing what it holds (tc_join_destroy).
  */
 extern bool tc_cosine_grid_applies(const TcJoin *join);
-extern TcStatus tc_cosine_grid_run(TcJoin *join, TcError *err);
+extern TcStatus tc_cosine_grid_run(TcJoin *join, bool *ran, TcError *err);
 extern void tc_cosine_grid_free(TcJoin *join);
 
 /* Tiny GPU joins on the prewarm thread, loading the kernels (gpu_warm.c). */
