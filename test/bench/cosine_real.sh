@@ -36,16 +36,8 @@ CREATE TABLE t (id int PRIMARY KEY, v vector($D), r real[]);
 \\copy t (id, v) FROM '$CSV'
 UPDATE t SET r = v::real[];
 VACUUM ANALYZE t;
-CREATE FUNCTION runs(q text, reps int) RETURNS SETOF float8 LANGUAGE plpgsql AS \$\$
-DECLARE t0 timestamptz;
-BEGIN
-    FOR i IN 1 .. reps LOOP
-        t0 := clock_timestamp();
-        EXECUTE q;
-        RETURN NEXT extract(epoch FROM clock_timestamp() - t0) * 1000;
-    END LOOP;
-END \$\$;
 SQL
+create_runs_fn "$DB"
 echo "$(basename "$FILE"), first $N rows, cosine distance <= $EPS; $(nproc) cores, ms (tc_selfjoin: median of $REPS); commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
 q_db "$DB" -F ' ' <<SQL
 SET tcjoin.device = cpu;

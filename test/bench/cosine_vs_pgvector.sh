@@ -35,16 +35,8 @@ CREATE TABLE t (id int PRIMARY KEY, v vector($D), r real[]);
 INSERT INTO t SELECT id, l2_normalize(x::real[]::vector), NULL FROM g;
 UPDATE t SET r = v::real[];
 VACUUM ANALYZE t;
-CREATE FUNCTION runs(q text, reps int) RETURNS SETOF float8 LANGUAGE plpgsql AS \$\$
-DECLARE t0 timestamptz;
-BEGIN
-    FOR i IN 1 .. reps LOOP
-        t0 := clock_timestamp();
-        EXECUTE q;
-        RETURN NEXT extract(epoch FROM clock_timestamp() - t0) * 1000;
-    END LOOP;
-END \$\$;
 SQL
+create_runs_fn "$DB"
 echo "$N x $D unit vectors (5% near-duplicates), cosine distance <= $EPS; $(nproc) cores, medians of $REPS (ms); commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
 q_db "$DB" -F ' ' <<SQL
 SET tcjoin.device = cpu;

@@ -32,15 +32,6 @@ CREATE TABLE t (id bigint PRIMARY KEY, vec real[]);
 INSERT INTO t SELECT i, array_prepend((i::float8 / 1000000)::real, b.v)
     FROM generate_series(1, $N) i JOIN base b ON b.k = i % 1000 + 1;
 VACUUM ANALYZE t;
-CREATE FUNCTION runs(q text, reps int) RETURNS SETOF float8 LANGUAGE plpgsql AS \$\$
-DECLARE t0 timestamptz;
-BEGIN
-    FOR i IN 1 .. reps LOOP
-        t0 := clock_timestamp();
-        EXECUTE q;
-        RETURN NEXT extract(epoch FROM clock_timestamp() - t0) * 1000;
-    END LOOP;
-END \$\$;
 CREATE FUNCTION loads(reps int, ov text) RETURNS SETOF float8 LANGUAGE plpgsql AS \$\$
 BEGIN
     PERFORM set_config('tcjoin.dev_overrides', ov, true);
@@ -51,6 +42,7 @@ BEGIN
 END \$\$;
 SQL
 
+create_runs_fn "$DB"
 echo "$N x 128 real[] ($(q_db "$DB" -c "SELECT pg_size_pretty(pg_table_size('t'))")), $(nproc) cores, medians of $REPS (ms); commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
 q_db "$DB" -F ' ' <<SQL >"${TMPDIR:-/tmp}/load_floor.$$"
 SET tcjoin.device = cpu;

@@ -28,18 +28,9 @@ INSERT INTO u200k SELECT i, ARRAY[random(), random()] FROM generate_series(1, 20
 CREATE TABLE u1m (id bigint PRIMARY KEY, vec real[]);
 INSERT INTO u1m SELECT i, ARRAY[random(), random()] FROM generate_series(1, 1000000) i;
 VACUUM ANALYZE u200k, u1m;
--- milliseconds of each of reps runs of q, in this session
-CREATE FUNCTION runs(q text, reps int) RETURNS SETOF float8 LANGUAGE plpgsql AS $$
-DECLARE t0 timestamptz;
-BEGIN
-    FOR i IN 1 .. reps LOOP
-        t0 := clock_timestamp();
-        EXECUTE q;
-        RETURN NEXT extract(epoch FROM clock_timestamp() - t0) * 1000;
-    END LOOP;
-END $$;
 SQL
 
+create_runs_fn "$DB"
 echo "device $DEVICE, $(nproc) cores, medians of $REPS (ms); commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
 printf '%-12s %-9s %11s %10s %10s %7s %8s %8s %8s\n' rows work_mem tc_selfjoin floor ratio load index join+out output
 # table, eps: about 1, 10 and 100 million pairs (n^2 / 2 * pi eps^2, less the edges)

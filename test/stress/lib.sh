@@ -88,3 +88,19 @@ median_max() {
         m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
         printf "%.0f %.0f\n", m, v[NR] }'
 }
+
+# The benchmarks' timing helper in database $1: runs(q, reps) executes q
+# reps times in one session and returns each run's milliseconds.
+create_runs_fn() {
+    q_db "$1" >/dev/null <<'SQL'
+CREATE FUNCTION runs(q text, reps int) RETURNS SETOF float8 LANGUAGE plpgsql AS $$
+DECLARE t0 timestamptz;
+BEGIN
+    FOR i IN 1 .. reps LOOP
+        t0 := clock_timestamp();
+        EXECUTE q;
+        RETURN NEXT extract(epoch FROM clock_timestamp() - t0) * 1000;
+    END LOOP;
+END $$;
+SQL
+}
