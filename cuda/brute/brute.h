@@ -118,7 +118,32 @@ struct BruteDev
 	double		inv_sigma;
 	/* Hopper's kernel: the warpgroups take turns at the MMAs (brute_wgmma_kernel) */
 	bool		pingpong;
+	/*
+	 * The metric (TcMetric).  The dot-product metrics: thr is eps, and a
+	 * pair is kept iff its dist is at most thr.  Cosine: per workspace row
+	 * its squared norm and that norm's root, the filter seeing x / root
+	 * (fp16_filter.h).  The inner product: the points uncentred, and
+	 * ip_half = tc_f16_ip_half(eps) in each q.
+	 */
+	int			metric;
+	const double *norm;
+	const double *root;
+	double		ip_half;
 };
+
+/*
+ * Coordinate k of workspace row row as the filter sees it: under cosine
+ * the unit vector's (x over the root of the row's squared norm, rounded as
+ * the host's unit vectors are), else x's.
+ */
+template <typename T>
+__device__ __forceinline__ double
+filter_coord(const T *x, const double *root, size_t row, int d, int k)
+{
+	double		v = (double) x[row * d + k];
+
+	return root ? __ddiv_rn(v, root[row]) : v;
+}
 
 /*
  * The epilogue's decision for one pair: keep it (for the recheck, or as
@@ -188,20 +213,24 @@ struct BruteConfig
 /* prepare.cu: fetch(arg, b, &rows) puts block b of the points on the device at bd.x. */
 typedef TcStatus (*BruteFetch) (void *arg, int b, unsigned int *rows);
 extern TcStatus brute_make_plan(TcGpuJoin *g, TcElemType type, unsigned int n, int d, int nblocks,
-								BruteFetch fetch, void *fetch_arg, double thr, BruteDev &bd,
-								TcF16Plan &plan, double **centre, TcError *err);
+								BruteFetch fetch, void *fetch_arg, double thr, double eps,
+								BruteDev &bd, TcF16Plan &plan, double **centre, TcError *err);
+extern TcStatus brute_norms(TcGpuJoin *g, TcElemType type, const void *x, unsigned int rows, int d,
+							unsigned long long first, double *norm, double *root,
+							unsigned long long *zero, TcError *err);
 extern TcStatus brute_prepare(TcGpuJoin *g, TcElemType type, unsigned int n, int d,
 							  const TcF16Plan &plan, const double *d_c, unsigned int seg0,
 							  BruteDev &bd, unsigned int npad, float **cen, float **rad,
 							  TcJoinStats *stats, TcError *err);
 
 /* order.cu */
-extern TcStatus brute_order(TcGpuJoin *g, TcElemType type, const void *x, unsigned int n, int d,
-							unsigned int ntiles, unsigned int seg0, unsigned int **order,
-							TcJoinStats *stats, TcError *err);
-extern TcStatus brute_tile_bounds(TcGpuJoin *g, TcElemType type, const void *x, int d,
-								  const double *d_c, const unsigned int *order, unsigned int n,
-								  unsigned int ntiles, float **cen, float **rad, TcError *err);
+extern TcStatus brute_order(TcGpuJoin *g, TcElemType type, const void *x, const double *root,
+							unsigned int n, int d, unsigned int ntiles, unsigned int seg0,
+							unsigned int **order, TcJoinStats *stats, TcError *err);
+extern TcStatus brute_tile_bounds(TcGpuJoin *g, TcElemType type, const void *x, const double *root,
+								  int d, const double *d_c, const unsigned int *order,
+								  unsigned int n, unsigned int ntiles, float **cen, float **rad,
+								  TcError *err);
 
 /* prune.cu: one band of squares [u0, u1) into the list; nl: entries, tile pairs kept. */
 struct BrutePruneBufs
@@ -240,11 +269,11 @@ extern TcStatus brute_sm90_launch(bool clusters, unsigned int blocks, cudaStream
 								  TcError *err);
 
 /* recheck.cu */
-extern TcStatus brute_recheck_setup(BruteRecheck kind, bool approx, TcElemType type, int sms,
+extern TcStatus brute_recheck_setup(BruteRecheck kind, const BruteDev &bd, TcElemType type, int sms,
 									unsigned int *grid, TcError *err);
-extern TcStatus brute_recheck_launch(BruteRecheck kind, bool approx, TcElemType type,
-									 unsigned int grid, cudaStream_t s, const BruteDev &bd,
-									 const BruteBatch &bb, TcError *err);
+extern TcStatus brute_recheck_launch(BruteRecheck kind, TcElemType type, unsigned int grid,
+									 cudaStream_t s, const BruteDev &bd, const BruteBatch &bb,
+									 TcError *err);
 extern TcStatus brute_group_scan_bytes(int rows, cudaStream_t s, size_t *bytes, TcError *err);
 extern TcStatus brute_group_candidates(int sms, int rows, cudaStream_t s, const BruteBatch &bb,
 									   unsigned int *group, unsigned int *offset, void *scan,

@@ -32,11 +32,13 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
 #include "batches.h"
 #include "brute.h"
+#include "distance.h"
 
 /* Device memory of the tile-pair list for a set of ntiles tiles (a band's). */
 static size_t
@@ -85,6 +87,10 @@ struct BruteRun
 	/* the plan and the prepared set */
 	BruteDev	bd;
 	TcF16Plan	plan;
+	double		plan_thr;		/* the filter's squared Euclidean threshold (of unit vectors under cosine) */
+	double	   *d_norm;			/* cosine: per workspace row, the squared norm and its root */
+	double	   *d_root;
+	unsigned long long *d_zero;	/* cosine: the first zero row */
 	double	   *d_c;
 	float	   *d_cen;
 	float	   *d_rad;
@@ -114,6 +120,8 @@ struct BruteRun
 	double		rate;			/* pairs per tile pair seen, for the next batch */
 
 	TcStatus	check(bool *done);
+	void		set_metric(void);
+	TcStatus	zero_rows(void);
 	TcStatus	plan_memory(void);
 	TcStatus	fetch_to(int b, unsigned int dst, unsigned int *rows);
 	TcStatus	plan_and_place(void);
@@ -168,7 +176,55 @@ BruteRun::check(bool *done)
 	bd.thr = thr;
 	bd.approx = !params->exact;
 	bd.split_row = UINT_MAX;	/* one set: positions map to the caller's rows as they are */
+	set_metric();
 	return TC_OK;
+}
+
+/*
+ * The metric's plan: Euclidean, the filter at the contract's threshold;
+ * cosine, the Euclidean filter of the unit vectors at tc_cosine_unit_eps
+ * (exact => false: at 2 eps, as 1 - cos is half their squared distance);
+ * the inner product, its own q (fp16_filter.h), and no tile pruning (tile
+ * balls bound distances, not dot products).  bd.thr is the recheck's
+ * threshold: the squared Euclidean one, or eps.
+ */
+void
+BruteRun::set_metric(void)
+{
+	bd.metric = params->metric;
+	plan_thr = thr;
+	if (params->metric == TC_METRIC_COSINE)
+	{
+		double		eg = tc_cosine_unit_eps(params->eps, d);
+
+		plan_thr = bd.approx ? 2.0 * params->eps : tc_f16_cosine_thr(eg);
+		bd.thr = params->eps;
+	}
+	else if (params->metric == TC_METRIC_INNER_PRODUCT)
+	{
+		plan_thr = 0.0;
+		bd.thr = params->eps;
+	}
+}
+
+/* Cosine: a zero vector (the first, by index) stops the join as the CPU's does. */
+TcStatus
+BruteRun::zero_rows(void)
+{
+	unsigned long long first = ULLONG_MAX;
+	TcStatus	st;
+
+	CHECK(cudaMemcpyAsync(&first, d_zero, sizeof(first), cudaMemcpyDeviceToHost, g->stream[0]));
+	if ((st = gpu_sync(g, g->stream[0], err)) != TC_OK)
+		return st;
+	if (first == ULLONG_MAX)
+		return TC_OK;
+	err->status = TC_ERR_INVALID;
+	snprintf(err->message, sizeof(err->message),
+			 "a zero vector has no cosine distance (point %lld of set a)", (long long) first);
+	err->point = (int64_t) first;
+	err->point_set = 0;
+	return TC_ERR_INVALID;
 }
 
 /*
@@ -185,7 +241,8 @@ BruteRun::check(bool *done)
 TcStatus
 BruteRun::plan_memory(void)
 {
-	const size_t per_pt = rowbytes + 2 * ((size_t) d + 80) + 64 + ((size_t) d * 4 + BT - 1) / BT;
+	const size_t per_pt = rowbytes + 2 * ((size_t) d + 80) + 64 + ((size_t) d * 4 + BT - 1) / BT +
+		(bd.metric == TC_METRIC_COSINE ? 2 * sizeof(double) : 0);
 	size_t		avail;
 
 	B = 0;
@@ -230,6 +287,9 @@ BruteRun::fetch_to(int b, unsigned int dst, unsigned int *rows)
 
 	stats->gpu_upload_seconds += tc_now() - tu;
 	*rows = r;
+	if (s2 == TC_OK && bd.metric == TC_METRIC_COSINE)
+		s2 = brute_norms(g, a->type, (const char *) d_x + rowbytes * dst, r, d, first, d_norm + dst,
+						 d_root + dst, d_zero, err);
 	return s2;
 }
 
@@ -255,6 +315,16 @@ BruteRun::plan_and_place(void)
 	if ((st = dev_alloc(g, &d_x, rowbytes * ws_rows, err)) != TC_OK)
 		return st;
 	bd.x = d_x;
+	if (bd.metric == TC_METRIC_COSINE)
+	{
+		if ((st = dev_alloc(g, (void **) &d_norm, sizeof(double) * ws_rows, err)) != TC_OK ||
+			(st = dev_alloc(g, (void **) &d_root, sizeof(double) * ws_rows, err)) != TC_OK ||
+			(st = dev_alloc(g, (void **) &d_zero, sizeof(*d_zero), err)) != TC_OK)
+			return st;
+		CHECK(cudaMemsetAsync(d_zero, 0xFF, sizeof(*d_zero), g->stream[0]));
+		bd.norm = d_norm;
+		bd.root = d_root;
+	}
 	if (B == 0)
 	{
 		unsigned int rows;
@@ -263,8 +333,11 @@ BruteRun::plan_and_place(void)
 		if ((st = fetch_to(0, 0, &rows)) != TC_OK)
 			return st;
 	}
-	if ((st = brute_make_plan(g, a->type, n, d, nblocks, fetch_block, this, thr, bd, plan, &d_c,
-							  err)) != TC_OK)
+	if ((st = brute_make_plan(g, a->type, n, d, nblocks, fetch_block, this, plan_thr, params->eps, bd,
+							  plan, &d_c, err)) != TC_OK)
+		return st;
+	/* every row has been on the device once: a zero vector stops the join before any pair */
+	if (bd.metric == TC_METRIC_COSINE && (st = zero_rows()) != TC_OK)
 		return st;
 	stats->filter = bd.approx ? "fp16 tensor cores, approximate" : "fp16 tensor cores";
 	if (B == 0 && (st = prepare_set(n, 0)) != TC_OK)
@@ -409,8 +482,11 @@ BruteRun::join_band(unsigned long long u0, unsigned long long u1, unsigned int s
 	unsigned long long nl[2] = {0, 0};	/* list entries, tile pairs kept */
 	TcStatus	st;
 
-	if ((st = brute_prune_band(g, pb, d_cen, d_rad, bd.d, bd.ntiles, 2.0 * plan.e_half / plan.sigma,
-							   u0, u1, split, cfg.list_mode, nl, sink, err)) != TC_OK)
+	/* the inner product's tiles are not pruned (set_metric) */
+	const double eps_hi = bd.metric == TC_METRIC_INNER_PRODUCT ? INFINITY : 2.0 * plan.e_half / plan.sigma;
+
+	if ((st = brute_prune_band(g, pb, d_cen, d_rad, bd.d, bd.ntiles, eps_hi, u0, u1, split,
+							   cfg.list_mode, nl, sink, err)) != TC_OK)
 		return st;
 	band_entries = nl[0];
 	if (g->ov.trace)
@@ -507,8 +583,7 @@ BruteRun::launch(int cur, unsigned long long lo, unsigned long long hi)
 			return st;
 		bb.cand = d_grouped[cur];
 	}
-	if ((st = brute_recheck_launch(cfg.recheck, bd.approx, a->type, cfg.recheck_grid, s, bd, bb,
-								   err)) != TC_OK)
+	if ((st = brute_recheck_launch(cfg.recheck, a->type, cfg.recheck_grid, s, bd, bb, err)) != TC_OK)
 		return st;
 	CHECK(cudaEventRecord(g->kev[cur][1], s));
 	CHECK(cudaMemcpyAsync(h_meta[cur], d_meta[cur], sizeof(unsigned int) * 3, cudaMemcpyDeviceToHost, s));

@@ -99,14 +99,16 @@ choose_clusters(TcGpuJoin *g, int sms, unsigned int capacity, BruteConfig *cfg, 
  * (recheck_bulk_kernel), which reads the rows at a far higher share of the
  * copy rate than the lane kernel's loads.  Rows of at most 4 KB go 192
  * bytes a copy, longer ones 256: each the faster there.  recheck=bulk192
- * or bulk256 forces 192 or 256 bytes, recheck=lane the lane kernel.
+ * or bulk256 forces 192 or 256 bytes, recheck=lane the lane kernel.  The
+ * dot-product metrics take the lane kernel (their rechecks are few: the
+ * bulk kernels stay the Euclidean metric's).
  */
 static BruteRecheck
 choose_recheck(const TcGpuJoin *g, const BruteDev &bd, size_t rowbytes, bool lane, bool wgmma)
 {
 	const TcRecheckKernel force = g->ov.recheck;
 	const size_t rc_row_bytes = bd.approx ? (size_t) bd.dpad * sizeof(__half) : rowbytes;
-	const int	rb_chunk = !(lane && wgmma) ||
+	const int	rb_chunk = !(lane && wgmma) || bd.metric != TC_METRIC_EUCLIDEAN ||
 		force == TC_RECHECK_LANE || force == TC_RECHECK_STAGED ? 0 :
 		force == TC_RECHECK_BULK192 ? 192 :
 		force == TC_RECHECK_BULK256 ? 256 :
@@ -179,5 +181,5 @@ brute_configure(TcGpuJoin *g, int major, int sms, TcElemType type, size_t rowbyt
 
 	cfg->recheck = choose_recheck(g, bd, rowbytes, lane, cfg->wgmma);
 	stats->gpu_recheck = recheck_name(cfg->recheck);
-	return brute_recheck_setup(cfg->recheck, bd.approx, type, sms, &cfg->recheck_grid, err);
+	return brute_recheck_setup(cfg->recheck, bd, type, sms, &cfg->recheck_grid, err);
 }

@@ -31,7 +31,8 @@ constexpr int DIR_THREADS = 512;
 template <typename T>
 __global__ void
 __launch_bounds__(DIR_THREADS)
-dir_kernel(const T *x, int d, const unsigned int *order, unsigned int n, unsigned int seg, float *dir)
+dir_kernel(const T *x, const double *root, int d, const unsigned int *order, unsigned int n,
+		   unsigned int seg, float *dir)
 {
 	__shared__ float s_d[DIR_SAMPLE];
 	__shared__ unsigned int s_far;
@@ -50,13 +51,13 @@ dir_kernel(const T *x, int d, const unsigned int *order, unsigned int n, unsigne
 
 			if ((unsigned int) t * stride < len)
 			{
-				const T    *pa = x + (size_t) order[s0 + t * stride] * d;
-				const T    *pf = x + (size_t) from * d;
+				const size_t ra = order[s0 + t * stride];
 
 				dd = 0.0f;
 				for (int k = lane; k < d; k += WARP)
 				{
-					float		u = (float) ((double) pa[k] - (double) pf[k]);
+					float		u = (float) (filter_coord(x, root, ra, d, k) -
+											 filter_coord(x, root, from, d, k));
 
 					dd += u * u;
 				}
@@ -98,15 +99,15 @@ dir_kernel(const T *x, int d, const unsigned int *order, unsigned int n, unsigne
 		__syncthreads();
 	}
 	for (int k = threadIdx.x; k < d; k += blockDim.x)
-		dir[(size_t) blockIdx.x * d + k] = (float) ((double) x[(size_t) s_far * d + k] -
-													(double) x[(size_t) from * d + k]);
+		dir[(size_t) blockIdx.x * d + k] = (float) (filter_coord(x, root, s_far, d, k) -
+													filter_coord(x, root, from, d, k));
 }
 
 /* Sort key of each position: its projection on its segment's direction. */
 template <typename T>
 __global__ void
-proj_kernel(const T *x, int d, const unsigned int *order, unsigned int n, unsigned int seg,
-			const float *dir, unsigned int *key)
+proj_kernel(const T *x, const double *root, int d, const unsigned int *order, unsigned int n,
+			unsigned int seg, const float *dir, unsigned int *key)
 {
 	unsigned int p = (unsigned int) (((size_t) blockIdx.x * blockDim.x + threadIdx.x) / WARP);
 	int			lane = threadIdx.x % WARP;
@@ -115,10 +116,10 @@ proj_kernel(const T *x, int d, const unsigned int *order, unsigned int n, unsign
 	if (p >= n)
 		return;
 	const float *dv = dir + (size_t) (p / seg) * d;
-	const T    *xp = x + (size_t) order[p] * d;
+	const size_t row = order[p];
 
 	for (int k = lane; k < d; k += WARP)
-		v += (float) xp[k] * dv[k];
+		v += (float) filter_coord(x, root, row, d, k) * dv[k];
 	for (int off = WARP / 2; off > 0; off /= 2)
 		v += __shfl_down_sync(FULL_MASK, v, off);
 	if (lane == 0)
@@ -155,8 +156,8 @@ seg_offsets_kernel(unsigned int n, unsigned int seg, unsigned int nseg, unsigned
  */
 template <typename T>
 __global__ void
-bounds_kernel(const T *x, int d, const double *c, const unsigned int *order, unsigned int n,
-			  float *cen, float *rad)
+bounds_kernel(const T *x, const double *root, int d, const double *c, const unsigned int *order,
+			  unsigned int n, float *cen, float *rad)
 {
 	__shared__ double s_r[BT];
 	unsigned int t0 = blockIdx.x * BT;
@@ -168,7 +169,7 @@ bounds_kernel(const T *x, int d, const double *c, const unsigned int *order, uns
 		double		m = 0.0;
 
 		for (unsigned int i = 0; i < cnt; i++)
-			m += (double) x[(size_t) order[t0 + i] * d + k] - c[k];
+			m += filter_coord(x, root, order[t0 + i], d, k) - c[k];
 		cen[(size_t) blockIdx.x * d + k] = (float) (m / (double) cnt);
 	}
 	__syncthreads();
@@ -179,7 +180,7 @@ bounds_kernel(const T *x, int d, const double *c, const unsigned int *order, uns
 		if (threadIdx.x < cnt)
 			for (int k = 0; k < d; k++)
 			{
-				double		u = ((double) x[(size_t) order[t0 + threadIdx.x] * d + k] - c[k]) -
+				double		u = (filter_coord(x, root, order[t0 + threadIdx.x], d, k) - c[k]) -
 					(double) cen[(size_t) blockIdx.x * d + k];
 
 				r2 += u * u;
@@ -208,8 +209,8 @@ bounds_kernel(const T *x, int d, const double *c, const unsigned int *order, uns
 
 template <typename T>
 static TcStatus
-order_as(TcGpuJoin *g, const T *x, unsigned int n, int d, unsigned int ntiles, unsigned int seg0,
-		 unsigned int **order, TcJoinStats *stats, TcError *err)
+order_as(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d, unsigned int ntiles,
+		 unsigned int seg0, unsigned int **order, TcJoinStats *stats, TcError *err)
 {
 	cudaStream_t s = g->stream[0];
 	unsigned int *d_order,
@@ -244,10 +245,10 @@ order_as(TcGpuJoin *g, const T *x, unsigned int n, int d, unsigned int ntiles, u
 		unsigned int nseg = (n + seg - 1) / seg;
 		size_t		need = 0;
 
-		dir_kernel<T><<<nseg, DIR_THREADS, 0, s>>>(x, d, d_order, n, seg, d_dir);
+		dir_kernel<T><<<nseg, DIR_THREADS, 0, s>>>(x, root, d, d_order, n, seg, d_dir);
 		CHECK(cudaGetLastError());
 		proj_kernel<T><<<(unsigned int) (((size_t) n * WARP + 255) / 256), 256, 0, s>>>(
-			x, d, d_order, n, seg, d_dir, d_key);
+			x, root, d, d_order, n, seg, d_dir, d_key);
 		CHECK(cudaGetLastError());
 		seg_offsets_kernel<<<(nseg + 1 + 255) / 256, 256, 0, s>>>(n, seg, nseg, d_off);
 		CHECK(cudaGetLastError());
@@ -289,19 +290,20 @@ order_as(TcGpuJoin *g, const T *x, unsigned int n, int d, unsigned int ntiles, u
  * join) never share a tile.
  */
 TcStatus
-brute_order(TcGpuJoin *g, TcElemType type, const void *x, unsigned int n, int d, unsigned int ntiles,
-			unsigned int seg0, unsigned int **order, TcJoinStats *stats, TcError *err)
+brute_order(TcGpuJoin *g, TcElemType type, const void *x, const double *root, unsigned int n, int d,
+			unsigned int ntiles, unsigned int seg0, unsigned int **order, TcJoinStats *stats,
+			TcError *err)
 {
 	return type == TC_FLOAT4 ?
-		order_as<float>(g, (const float *) x, n, d, ntiles, seg0, order, stats, err) :
-		order_as<double>(g, (const double *) x, n, d, ntiles, seg0, order, stats, err);
+		order_as<float>(g, (const float *) x, root, n, d, ntiles, seg0, order, stats, err) :
+		order_as<double>(g, (const double *) x, root, n, d, ntiles, seg0, order, stats, err);
 }
 
 /* Tile bounds, for pruning tile pairs: ntiles centres (d floats each) and radii. */
 TcStatus
-brute_tile_bounds(TcGpuJoin *g, TcElemType type, const void *x, int d, const double *d_c,
-				  const unsigned int *order, unsigned int n, unsigned int ntiles, float **cen,
-				  float **rad, TcError *err)
+brute_tile_bounds(TcGpuJoin *g, TcElemType type, const void *x, const double *root, int d,
+				  const double *d_c, const unsigned int *order, unsigned int n, unsigned int ntiles,
+				  float **cen, float **rad, TcError *err)
 {
 	cudaStream_t s = g->stream[0];
 	float	   *d_cen,
@@ -312,9 +314,10 @@ brute_tile_bounds(TcGpuJoin *g, TcElemType type, const void *x, int d, const dou
 		(st = dev_alloc(g, (void **) &d_rad, sizeof(float) * ntiles, err)) != TC_OK)
 		return st;
 	if (type == TC_FLOAT4)
-		bounds_kernel<float><<<ntiles, BT, 0, s>>>((const float *) x, d, d_c, order, n, d_cen, d_rad);
+		bounds_kernel<float><<<ntiles, BT, 0, s>>>((const float *) x, root, d, d_c, order, n, d_cen, d_rad);
 	else
-		bounds_kernel<double><<<ntiles, BT, 0, s>>>((const double *) x, d, d_c, order, n, d_cen, d_rad);
+		bounds_kernel<double><<<ntiles, BT, 0, s>>>((const double *) x, root, d, d_c, order, n, d_cen,
+													 d_rad);
 	CHECK(cudaGetLastError());
 	*cen = d_cen;
 	*rad = d_rad;

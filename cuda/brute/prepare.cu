@@ -21,7 +21,7 @@
  */
 template <typename T>
 __global__ void
-centre_kernel(const T *x, unsigned int n, int d, double total, double *c)
+centre_kernel(const T *x, const double *root, unsigned int n, int d, double total, double *c)
 {
 	int			k = blockIdx.x * blockDim.x + threadIdx.x;
 
@@ -32,7 +32,7 @@ centre_kernel(const T *x, unsigned int n, int d, double total, double *c)
 		double		s = 0.0;
 
 		for (size_t i = i0; i < n && i < i0 + 1024; i++)
-			s += (double) x[i * d + k];
+			s += filter_coord(x, root, i, d, k);
 		atomicAdd(&c[k], s / total);
 	}
 }
@@ -40,27 +40,55 @@ centre_kernel(const T *x, unsigned int n, int d, double total, double *c)
 /* The largest |fl(x - c)|, as the bits of a non-negative double. */
 template <typename T>
 __global__ void
-maxabs_kernel(const T *x, unsigned int n, int d, const double *c, unsigned long long *out)
+maxabs_kernel(const T *x, const double *root, unsigned int n, int d, const double *c,
+			  unsigned long long *out)
 {
 	size_t		t = (size_t) blockIdx.x * blockDim.x + threadIdx.x;
 	size_t		stride = (size_t) gridDim.x * blockDim.x;
 	double		m = 0.0;
 
 	for (; t < (size_t) n * d; t += stride)
-		m = fmax(m, fabs(__dsub_rn((double) x[t], c[t % d])));
+		m = fmax(m, fabs(__dsub_rn(filter_coord(x, root, t / d, d, (int) (t % d)), c[t % d])));
 	for (int off = WARP / 2; off > 0; off /= 2)
 		m = fmax(m, __shfl_down_sync(FULL_MASK, m, off));
 	if (threadIdx.x % WARP == 0)
 		atomicMax(out, (unsigned long long) __double_as_longlong(m));
 }
 
+/*
+ * Each row's squared norm in the contract's way (float8, index order, no
+ * fused multiply-add) and its root; the first row (first + its index) whose
+ * norm is not positive into *zero (a zero vector has no cosine distance).
+ */
+template <typename T>
+__global__ void
+norm_kernel(const T *x, unsigned int rows, int d, unsigned long long first, double *norm,
+			double *root, unsigned long long *zero)
+{
+	unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+	double		s = 0.0;
+
+	if (i >= rows)
+		return;
+	for (int k = 0; k < d; k++)
+	{
+		double		v = (double) x[(size_t) i * d + k];
+
+		s = __dadd_rn(s, __dmul_rn(v, v));
+	}
+	norm[i] = s;
+	root[i] = __dsqrt_rn(s);
+	if (!(s > 0.0))
+		atomicMin(zero, first + i);
+}
+
 /* One warp per point: h, q and rc (fp16_filter.h); padding rows are zero. */
 template <typename T>
 __global__ void
-convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int pitch, bool approx,
-			   const double *c, const unsigned int *order, TcF16Plan plan, __half *h,
-			   float *q, float *rc)
+convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int pitch, const BruteDev g,
+			   const double *c, TcF16Plan plan, __half *h, float *q, float *rc)
 {
+	const unsigned int *order = g.order;
 	unsigned int i = (unsigned int) (((size_t) blockIdx.x * blockDim.x + threadIdx.x) / WARP);
 	int			lane = threadIdx.x % WARP;
 	double		hn2 = 0.0,
@@ -83,7 +111,7 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int pitch, 
 		if (i < n && k < d)
 		{
 			double		sy = __dmul_rn(plan.sigma,
-									   __dsub_rn((double) x[(size_t) order[i] * d + k], c[k]));
+									   __dsub_rn(filter_coord(x, g.root, order[i], d, k), c[k]));
 			double		ek;
 
 			hk = tc_f16_round(sy);
@@ -121,9 +149,15 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int pitch, 
 
 		if (i < n)
 		{
-			tc_f16_finish(&plan, d, hn2, r2, y2, A, &pt);
-			q[i] = approx ? (float) (hn2 * 0.5) : pt.q;
-			rc[i] = approx ? 0.0f : pt.rc;
+			const bool	ip = g.metric == TC_METRIC_INNER_PRODUCT;
+
+			if (ip)
+				tc_f16_ip_finish(&plan, d, hn2, r2, y2, A, g.ip_half, &pt);
+			else
+				tc_f16_finish(&plan, d, hn2, r2, y2, A, &pt);
+			/* exact => false: the inner product's q is 0 (keep iff -acc <= thr_half) */
+			q[i] = g.approx ? (ip ? 0.0f : (float) (hn2 * 0.5)) : pt.q;
+			rc[i] = g.approx ? 0.0f : pt.rc;
 		}
 		else
 			q[i] = rc[i] = 0.0f;
@@ -143,7 +177,7 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int pitch, 
 template <typename T>
 static TcStatus
 make_plan_as(TcGpuJoin *g, unsigned int n, int d, int nblocks, BruteFetch fetch, void *fetch_arg,
-			 double thr, BruteDev &bd, TcF16Plan &plan, double **centre, TcError *err)
+			 double thr, double eps, BruteDev &bd, TcF16Plan &plan, double **centre, TcError *err)
 {
 	double	   *d_c;
 	unsigned long long *d_max,
@@ -157,7 +191,8 @@ make_plan_as(TcGpuJoin *g, unsigned int n, int d, int nblocks, BruteFetch fetch,
 		return st;
 	CHECK(cudaMemsetAsync(d_c, 0, sizeof(double) * d, s));
 	CHECK(cudaMemsetAsync(d_max, 0, sizeof(*d_max), s));
-	for (int pass = 0; pass < 2; pass++)
+	/* the inner product's points are not centred: c stays 0 */
+	for (int pass = bd.metric == TC_METRIC_INNER_PRODUCT ? 1 : 0; pass < 2; pass++)
 		for (int b = 0; b < nblocks; b++)
 		{
 			unsigned int rows = 0;
@@ -168,9 +203,9 @@ make_plan_as(TcGpuJoin *g, unsigned int n, int d, int nblocks, BruteFetch fetch,
 				rows = n;
 			if (pass == 0)
 				centre_kernel<T><<<dim3((d + 127) / 128, std::min(4096u, (rows + 1023) / 1024)), 128, 0, s>>>(
-					(const T *) bd.x, rows, d, (double) n, d_c);
+					(const T *) bd.x, bd.root, rows, d, (double) n, d_c);
 			else
-				maxabs_kernel<T><<<1024, 256, 0, s>>>((const T *) bd.x, rows, d, d_c, d_max);
+				maxabs_kernel<T><<<1024, 256, 0, s>>>((const T *) bd.x, bd.root, rows, d, d_c, d_max);
 			CHECK(cudaGetLastError());
 			/* before the next block overwrites it */
 			if (nblocks > 1 && (st = gpu_sync(g, s, err)) != TC_OK)
@@ -191,6 +226,11 @@ make_plan_as(TcGpuJoin *g, unsigned int n, int d, int nblocks, BruteFetch fetch,
 	if (bd.approx && maxabs > 0.0 && !(maxabs * plan.sigma > 0x1p14))
 		bd.approx = false;		/* too small to scale into FP16's range: exact instead */
 	bd.thr_half = (float) (plan.sigma * plan.sigma * thr * 0.5);
+	if (bd.metric == TC_METRIC_INNER_PRODUCT)
+	{
+		bd.ip_half = tc_f16_ip_half(&plan, eps);
+		bd.thr_half = (float) (2.0 * bd.ip_half);	/* exact => false: keep iff -acc <= sigma^2 eps */
+	}
 	bd.inv_sigma = 1.0 / plan.sigma;
 	bd.hpitch = plan.dpad % 512 == 0 ? plan.dpad + 64 : plan.dpad;
 	bd.dpad = plan.dpad;
@@ -200,12 +240,32 @@ make_plan_as(TcGpuJoin *g, unsigned int n, int d, int nblocks, BruteFetch fetch,
 
 TcStatus
 brute_make_plan(TcGpuJoin *g, TcElemType type, unsigned int n, int d, int nblocks, BruteFetch fetch,
-				void *fetch_arg, double thr, BruteDev &bd, TcF16Plan &plan, double **centre,
-				TcError *err)
+				void *fetch_arg, double thr, double eps, BruteDev &bd, TcF16Plan &plan,
+				double **centre, TcError *err)
 {
 	return type == TC_FLOAT4 ?
-		make_plan_as<float>(g, n, d, nblocks, fetch, fetch_arg, thr, bd, plan, centre, err) :
-		make_plan_as<double>(g, n, d, nblocks, fetch, fetch_arg, thr, bd, plan, centre, err);
+		make_plan_as<float>(g, n, d, nblocks, fetch, fetch_arg, thr, eps, bd, plan, centre, err) :
+		make_plan_as<double>(g, n, d, nblocks, fetch, fetch_arg, thr, eps, bd, plan, centre, err);
+}
+
+/* The rows at x: norm_kernel's squared norms, roots and first zero row (first: row 0's index). */
+TcStatus
+brute_norms(TcGpuJoin *g, TcElemType type, const void *x, unsigned int rows, int d,
+			unsigned long long first, double *norm, double *root, unsigned long long *zero,
+			TcError *err)
+{
+	cudaStream_t s = g->stream[0];
+
+	if (rows == 0)
+		return TC_OK;
+	if (type == TC_FLOAT4)
+		norm_kernel<float><<<(rows + 127) / 128, 128, 0, s>>>((const float *) x, rows, d, first, norm,
+															  root, zero);
+	else
+		norm_kernel<double><<<(rows + 127) / 128, 128, 0, s>>>((const double *) x, rows, d, first, norm,
+															   root, zero);
+	CHECK(cudaGetLastError());
+	return TC_OK;
 }
 
 
@@ -228,10 +288,11 @@ brute_prepare(TcGpuJoin *g, TcElemType type, unsigned int n, int d, const TcF16P
 	cudaStream_t s = g->stream[0];
 	const unsigned int ntiles = npad / BT;
 
-	if ((st = brute_order(g, type, bd.x, n, d, ntiles, seg0, &d_order, stats, err)) != TC_OK)
+	if ((st = brute_order(g, type, bd.x, bd.root, n, d, ntiles, seg0, &d_order, stats, err)) != TC_OK)
 		return st;
 	bd.order = d_order;
-	if ((st = brute_tile_bounds(g, type, bd.x, d, d_c, d_order, n, ntiles, cen, rad, err)) != TC_OK)
+	if ((st = brute_tile_bounds(g, type, bd.x, bd.root, d, d_c, d_order, n, ntiles, cen, rad,
+								 err)) != TC_OK)
 		return st;
 
 	/*
@@ -244,10 +305,10 @@ brute_prepare(TcGpuJoin *g, TcElemType type, unsigned int n, int d, const TcF16P
 		return st;
 	if (type == TC_FLOAT4)
 		convert_kernel<float><<<(unsigned int) (((size_t) npad * WARP + 255) / 256), 256, 0, s>>>(
-			(const float *) bd.x, n, npad, d, bd.hpitch, bd.approx, d_c, d_order, plan, d_h, d_q, d_rc);
+			(const float *) bd.x, n, npad, d, bd.hpitch, bd, d_c, plan, d_h, d_q, d_rc);
 	else
 		convert_kernel<double><<<(unsigned int) (((size_t) npad * WARP + 255) / 256), 256, 0, s>>>(
-			(const double *) bd.x, n, npad, d, bd.hpitch, bd.approx, d_c, d_order, plan, d_h, d_q, d_rc);
+			(const double *) bd.x, n, npad, d, bd.hpitch, bd, d_c, plan, d_h, d_q, d_rc);
 	CHECK(cudaGetLastError());
 	if ((st = gpu_sync(g, s, err)) != TC_OK)
 		return st;

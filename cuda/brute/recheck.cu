@@ -60,6 +60,59 @@ approx_dist2(const BruteDev &g, uint2 p, float dot)
 	return (double) fmaxf(d2, 0.0f) * g.inv_sigma * g.inv_sigma;
 }
 
+/*
+ * The exact sum's term for one coordinate: the squared difference
+ * (Euclidean), else the product (the dot-product metrics); float8, no fused
+ * multiply-add, in index order, as the contract says.
+ */
+template <int METRIC>
+__device__ __forceinline__ double
+exact_term(double a, double b)
+{
+	if (METRIC == TC_METRIC_EUCLIDEAN)
+	{
+		double		t = __dsub_rn(a, b);
+
+		return __dmul_rn(t, t);
+	}
+	return __dmul_rn(a, b);
+}
+
+/*
+ * The contract's verdict on the pair at positions p from its exact sum s,
+ * which becomes the value staged: the Euclidean s as it is (stage_hit takes
+ * the root), the inner product's -dot, cosine's 1 - clamp(dot / sqrt(na nb))
+ * (as distance.h's tc_cosine_dist rounds it).
+ */
+template <int METRIC>
+__device__ __forceinline__ bool
+exact_hit(const BruteDev &g, uint2 p, double &s)
+{
+	if (METRIC == TC_METRIC_INNER_PRODUCT)
+		s = -s;
+	else if (METRIC == TC_METRIC_COSINE)
+	{
+		double		sim = __ddiv_rn(s, __dsqrt_rn(__dmul_rn(g.norm[g.order[p.x]], g.norm[g.order[p.y]])));
+
+		s = __dsub_rn(1.0, sim > 1.0 ? 1.0 : sim < -1.0 ? -1.0 : sim);
+	}
+	return s <= g.thr;
+}
+
+/*
+ * exact => false: the value staged from the FP32 dot of the FP16 rows: the
+ * squared distance; cosine's half of the unit vectors' (1 - cos); the
+ * inner product's -dot (its rows not centred).
+ */
+template <int METRIC>
+__device__ __forceinline__ double
+approx_value(const BruteDev &g, uint2 p, float dot)
+{
+	if (METRIC == TC_METRIC_INNER_PRODUCT)
+		return -(double) dot * g.inv_sigma * g.inv_sigma;
+	return METRIC == TC_METRIC_COSINE ? approx_dist2(g, p, dot) * 0.5 : approx_dist2(g, p, dot);
+}
+
 /* Position q's row in the caller's numbering (a streamed block's shift added). */
 __device__ __forceinline__ long long
 caller_row(const BruteDev &g, unsigned int q)
@@ -69,7 +122,7 @@ caller_row(const BruteDev &g, unsigned int q)
 	return (long long) r + (r < g.split_row ? g.shift_lo : g.shift_hi);
 }
 
-template <typename T, bool APPROX>
+template <typename T, bool APPROX, int METRIC>
 __global__ void
 __launch_bounds__(RC_WARPS * WARP)
 recheck_kernel(BruteDev g, BruteBatch b)
@@ -159,20 +212,21 @@ recheck_kernel(BruteDev g, BruteBatch b)
 				else
 				{
 					for (int k = 0; k < m; k++)
-					{
-						double		t = __dsub_rn((double) sa[lane * RC_ROW + k], (double) sb[lane * RC_ROW + k]);
-
-						s = __dadd_rn(s, __dmul_rn(t, t));
-					}
-					live = s <= g.thr;	/* partial sums only grow */
+						s = __dadd_rn(s, exact_term<METRIC>((double) sa[lane * RC_ROW + k],
+															(double) sb[lane * RC_ROW + k]));
+					/* Euclidean partial sums only grow: past thr, out */
+					if (METRIC == TC_METRIC_EUCLIDEAN)
+						live = s <= g.thr;
 				}
 			}
 			__syncwarp();
 		}
 		if (APPROX && c < nc)
-			s = approx_dist2(g, p, dot);
-		stage_hit(b, st, nst, lane, live && c < nc, p.x, p.y, s,
-				  [&] (unsigned int q) { return caller_row(g, q); });
+			s = approx_value<METRIC>(g, p, dot);
+		else if (!APPROX && METRIC != TC_METRIC_EUCLIDEAN && live)
+			live = exact_hit<METRIC>(g, p, s);
+		stage_hit<METRIC == TC_METRIC_EUCLIDEAN>(b, st, nst, lane, live && c < nc, p.x, p.y, s,
+												 [&] (unsigned int q) { return caller_row(g, q); });
 	}
 	flush_stage(st, nst, b, lane);
 }
@@ -237,7 +291,7 @@ vec_elem(const uint4 &v, int e)
 	return x[e];
 }
 
-template <typename T, bool APPROX>
+template <typename T, bool APPROX, int METRIC>
 __global__ void
 __launch_bounds__(RC_WARPS * WARP)
 recheck_vec_kernel(BruteDev g, BruteBatch b)
@@ -310,15 +364,11 @@ recheck_vec_kernel(BruteDev g, BruteBatch b)
 							dot = __fadd_rn(dot, __fmul_rn(__half2float(vec_elem<__half>(va[u], e)),
 														   __half2float(vec_elem<__half>(vb[u], e))));
 						else
-						{
-							double		t = __dsub_rn((double) vec_elem<E>(va[u], e),
-													  (double) vec_elem<E>(vb[u], e));
-
-							s = __dadd_rn(s, __dmul_rn(t, t));
-						}
+							s = __dadd_rn(s, exact_term<METRIC>((double) vec_elem<E>(va[u], e),
+																(double) vec_elem<E>(vb[u], e)));
 					}
 				k += STEP;
-				if (!APPROX && s > g.thr)
+				if (!APPROX && METRIC == TC_METRIC_EUCLIDEAN && s > g.thr)
 					break;
 #pragma unroll
 				for (int u = 0; u < RC_VEC_LOADS; u++)
@@ -327,27 +377,23 @@ recheck_vec_kernel(BruteDev g, BruteBatch b)
 					vb[u] = nb[u];
 				}
 			}
-			for (; k < len && (APPROX || s <= g.thr); k++)
+			for (; k < len && (APPROX || METRIC != TC_METRIC_EUCLIDEAN || s <= g.thr); k++)
 			{
 				if (APPROX)
 					dot = __fadd_rn(dot, __fmul_rn(__half2float(ra[k]), __half2float(rb[k])));
 				else
-				{
-					double		t = __dsub_rn((double) ra[k], (double) rb[k]);
-
-					s = __dadd_rn(s, __dmul_rn(t, t));
-				}
+					s = __dadd_rn(s, exact_term<METRIC>((double) ra[k], (double) rb[k]));
 			}
 			if (APPROX)
 			{
-				s = approx_dist2(g, p, dot);
+				s = approx_value<METRIC>(g, p, dot);
 				hit = true;
 			}
 			else
-				hit = s <= g.thr;	/* partial sums only grow: a stop past thr rejects */
+				hit = exact_hit<METRIC>(g, p, s);	/* Euclidean: a stop past thr rejects */
 		}
-		stage_hit(b, st, nst, lane, hit, p.x, p.y, s,
-				  [&] (unsigned int q) { return caller_row(g, q); });
+		stage_hit<METRIC == TC_METRIC_EUCLIDEAN>(b, st, nst, lane, hit, p.x, p.y, s,
+												 [&] (unsigned int q) { return caller_row(g, q); });
 	}
 	flush_stage(st, nst, b, lane);
 }
@@ -555,11 +601,32 @@ struct RecheckKernel
 	size_t		smem;
 };
 
+/* The lane and staged kernels of a metric M. */
+template <int M>
 static RecheckKernel
-recheck_kernel_of(BruteRecheck kind, bool approx, TcElemType type)
+recheck_metric_kernel(BruteRecheck kind, bool approx, TcElemType type)
 {
 	const bool	f4 = type == TC_FLOAT4;
 
+	if (kind == BRUTE_RECHECK_LANE)
+		return {approx ? recheck_vec_kernel<float, true, M> :
+				f4 ? recheck_vec_kernel<float, false, M> : recheck_vec_kernel<double, false, M>, 0};
+	return {approx ? recheck_kernel<float, true, M> :
+			f4 ? recheck_kernel<float, false, M> : recheck_kernel<double, false, M>,
+			(size_t) (!approx && type == TC_FLOAT8 ? rc_smem<double>() : rc_smem<float>())};
+}
+
+/* The bulk-copy kernels are the Euclidean metric's only (config.cu). */
+static RecheckKernel
+recheck_kernel_of(BruteRecheck kind, const BruteDev &bd, TcElemType type)
+{
+	const bool	approx = bd.approx;
+	const bool	f4 = type == TC_FLOAT4;
+
+	if (bd.metric == TC_METRIC_COSINE)
+		return recheck_metric_kernel<TC_METRIC_COSINE>(kind, approx, type);
+	if (bd.metric == TC_METRIC_INNER_PRODUCT)
+		return recheck_metric_kernel<TC_METRIC_INNER_PRODUCT>(kind, approx, type);
 	switch (kind)
 	{
 		case BRUTE_RECHECK_BULK192:
@@ -570,16 +637,10 @@ recheck_kernel_of(BruteRecheck kind, bool approx, TcElemType type)
 			return {approx ? recheck_bulk_kernel<float, true, 256> :
 					f4 ? recheck_bulk_kernel<float, false, 256> : recheck_bulk_kernel<double, false, 256>,
 					(size_t) rb_smem_bytes(256)};
-		case BRUTE_RECHECK_LANE:
-			return {approx ? recheck_vec_kernel<float, true> :
-					f4 ? recheck_vec_kernel<float, false> : recheck_vec_kernel<double, false>, 0};
-		case BRUTE_RECHECK_STAGED:
 		default:
 			break;
 	}
-	return {approx ? recheck_kernel<float, true> :
-			f4 ? recheck_kernel<float, false> : recheck_kernel<double, false>,
-			(size_t) (!approx && type == TC_FLOAT8 ? rc_smem<double>() : rc_smem<float>())};
+	return recheck_metric_kernel<TC_METRIC_EUCLIDEAN>(kind, approx, type);
 }
 
 /*
@@ -588,10 +649,10 @@ recheck_kernel_of(BruteRecheck kind, bool approx, TcElemType type)
  * shared memory bounds).
  */
 TcStatus
-brute_recheck_setup(BruteRecheck kind, bool approx, TcElemType type, int sms, unsigned int *grid,
-					TcError *err)
+brute_recheck_setup(BruteRecheck kind, const BruteDev &bd, TcElemType type, int sms,
+					unsigned int *grid, TcError *err)
 {
-	const RecheckKernel rk = recheck_kernel_of(kind, approx, type);
+	const RecheckKernel rk = recheck_kernel_of(kind, bd, type);
 
 	*grid = (unsigned int) sms * 8;
 	/* dynamic shared memory past the 48 KB a block gets by default */
@@ -609,10 +670,10 @@ brute_recheck_setup(BruteRecheck kind, bool approx, TcElemType type, int sms, un
 
 /* One batch's recheck, on stream s after its tile kernel. */
 TcStatus
-brute_recheck_launch(BruteRecheck kind, bool approx, TcElemType type, unsigned int grid,
-					 cudaStream_t s, const BruteDev &bd, const BruteBatch &bb, TcError *err)
+brute_recheck_launch(BruteRecheck kind, TcElemType type, unsigned int grid, cudaStream_t s,
+					 const BruteDev &bd, const BruteBatch &bb, TcError *err)
 {
-	const RecheckKernel rk = recheck_kernel_of(kind, approx, type);
+	const RecheckKernel rk = recheck_kernel_of(kind, bd, type);
 
 	rk.fn<<<grid, RC_WARPS * WARP, rk.smem, s>>>(bd, bb);
 	CHECK(cudaGetLastError());

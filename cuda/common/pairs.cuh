@@ -61,9 +61,10 @@ flush_stage(S &st, int &n, const B &b, int lane)
 /*
  * Stage the lanes' hits (warp-uniform call): one ballot, each hit to its
  * slot, a flush when the stage would overflow.  id maps a point to the
- * caller's index (read only for hits).
+ * caller's index (read only for hits).  dist is s's root (ROOT: s is the
+ * squared Euclidean distance), or s itself.
  */
-template <typename B, typename S, typename Id>
+template <bool ROOT = true, typename B, typename S, typename Id>
 __device__ __forceinline__ void
 stage_hit(const B &b, S &st, int &n, int lane, bool hit, unsigned int q,
 		  unsigned int j, double s, Id id)
@@ -83,7 +84,7 @@ stage_hit(const B &b, S &st, int &n, int lane, bool hit, unsigned int q,
 
 		st.pair[r].a = id(q);
 		st.pair[r].b = id(j);
-		st.pair[r].dist = __dsqrt_rn(s);
+		st.pair[r].dist = ROOT ? __dsqrt_rn(s) : s;
 	}
 	n += cnt;
 	__syncwarp();

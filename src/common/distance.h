@@ -73,4 +73,38 @@ tc_cosine_dist(double dot, double na, double nb)
 	return 1.0 - sim;
 }
 
+/*
+ * The dot-product metrics' paths that filter (the unit vectors' grid and
+ * FP16 brute force on the GPU) prove their margins for points whose every
+ * coordinate is 0 or of magnitude in [TC_DOT_RANGE_LO, TC_DOT_RANGE_HI],
+ * and d <= TC_DOT_RANGE_DIMS: then no square, product or sum of d of them
+ * overflows or underflows, nor does na nb.  Every real and halfvec value
+ * lies within it; float8 values are checked.
+ */
+#define TC_DOT_RANGE_LO 0x1p-240
+#define TC_DOT_RANGE_HI 0x1p240
+#define TC_DOT_RANGE_DIMS (1 << 20)
+
+/*
+ * A Euclidean threshold on the unit vectors u = fl(x / fl(sqrt(na))) that
+ * keeps every pair whose cosine dist (the contract's) is at most eps, for
+ * points within the range above.  With gamma = (d + 10) 2^-53: the
+ * contract's sim is within 5 gamma of the true cosine s (dot within gamma
+ * |a||b|, the root of na nb within 2 gamma, one rounding each after), so
+ * dist <= eps gives 1 - s <= eps + 6 gamma; each computed unit vector is
+ * within 2 gamma of the true one, and |a/|a| - b/|b|| = sqrt(2 (1 - s));
+ * the Euclidean contract's sum on the unit vectors is at most their
+ * distance times 1 + gamma, squared.  With m = max(1e-12, 6 gamma) every
+ * term is covered, and the threshold's own roundings by the last factor.
+ */
+static inline double
+tc_cosine_unit_eps(double eps, int d)
+{
+	double		m = 6.0 * (double) (d + 10) * 0x1p-53;
+
+	if (m < 1e-12)
+		m = 1e-12;
+	return (sqrt(2.0 * (eps + m)) + 2.0 * m) * (1.0 + m);
+}
+
 #endif							/* TCJOIN_DISTANCE_H */

@@ -63,6 +63,31 @@
  * in place of kappa hn / 2: about half as much where the energy is spread
  * over the coordinates (A is then about K / 32 hn), and never more, as
  * P(0) = 0 makes A at most (K / 16 - 1) hn (to A's rounding).
+ *
+ * The dot-product metrics.  Cosine is the Euclidean filter above on the
+ * unit vectors u = fl(x / fl(sqrt(na))) at tc_cosine_unit_eps (distance.h),
+ * which keeps every pair the cosine contract returns; the recheck then
+ * applies the cosine contract to x.  The inner product (dist = -dot, kept
+ * iff dot >= -eps) has its own q, with the points not centred (c = 0, so
+ * X = sigma x exactly) and rc = 0, so that the same epilogue drops a pair
+ * iff acc < q_a + q_b in float4.  With T = X_a . X_b over the reals, S =
+ * |X|, H = |h|, r = |h - X| and M = max(H, S):
+ * (5) every coordinate in [2^-240, 2^240] or 0 (the engine checks) and d
+ *     <= 2^20: the contract's dot has no overflow or underflow, so it is
+ *     within gamma = (d + 10) 2^-53 of sum |x_a,i x_b,i| <= (|x_a|^2 +
+ *     |x_b|^2) / 2 of x_a . x_b, and dot >= -eps gives T >= -sigma^2 eps -
+ *     gamma (S_a^2 + S_b^2) / 2;
+ * (6) |h_a . h_b - T| <= r_a H_b + S_a r_b (Cauchy-Schwarz), and with w =
+ *     2^-12 (about the FP16 rounding's relative size) each product is at
+ *     most r^2 / (2 w) + w M^2 / 2 (AM-GM): per point phi = 2^11 r^2 +
+ *     2^-13 M^2, a sum over the two points, as q needs;
+ * (7) the accumulation costs what it costs in (3) or the prefix bound:
+ *     hn / 2 less the Euclidean charge, per point.
+ * So acc >= Q_a + Q_b with Q = -te - phi - gamma S^2 / 2 - the accumulation's
+ * share, te = sigma^2 eps / 2 (exact: sigma is 2^k; clamped to +-2^100,
+ * which decides the same pairs as |acc| < 2^51).  q = Q - 2^-22 |Q| -
+ * 2^-102, rounded down, so that the float4 sum q_a + q_b (rounded, 2^-24 of
+ * |q_a| + |q_b|) stays at most Q_a + Q_b: a pair the contract keeps is kept.
  */
 #ifndef TCJOIN_FP16_FILTER_H
 #define TCJOIN_FP16_FILTER_H
@@ -205,11 +230,13 @@ tc_f16_finish(const TcF16Plan *p, int d, double hn2, double r2, double y2, doubl
 }
 
 /*
- * One point, from its centred coordinates y: the FP16 coordinates h (as
- * doubles, each exactly an FP16 value; h may be NULL) and its filter values.
+ * One point's sums from its centred coordinates y (tc_f16_finish's
+ * arguments, in index order): h^2, (h - sigma y)^2, (sigma y)^2 and A; its
+ * FP16 coordinates h into h (as doubles, each exactly an FP16 value; h may
+ * be NULL).
  */
 static inline TC_HOSTDEV void
-tc_f16_point(const TcF16Plan *p, const double *y, int d, double *h, TcF16Point *pt)
+tc_f16_sums(const TcF16Plan *p, const double *y, int d, double *h, double sums[4])
 {
 	double		hn2 = 0.0,
 				r2 = 0.0,
@@ -230,7 +257,80 @@ tc_f16_point(const TcF16Plan *p, const double *y, int d, double *h, TcF16Point *
 		if (h)
 			h[k] = hk;
 	}
-	tc_f16_finish(p, d, hn2, r2, y2, A, pt);
+	sums[0] = hn2;
+	sums[1] = r2;
+	sums[2] = y2;
+	sums[3] = A;
+}
+
+/* One point's FP16 coordinates (h may be NULL) and filter values, from its centred coordinates y. */
+static inline TC_HOSTDEV void
+tc_f16_point(const TcF16Plan *p, const double *y, int d, double *h, TcF16Point *pt)
+{
+	double		sums[4];
+
+	tc_f16_sums(p, y, d, h, sums);
+	tc_f16_finish(p, d, sums[0], sums[1], sums[2], sums[3], pt);
+}
+
+/*
+ * Cosine's threshold for the Euclidean filter of the unit vectors: the
+ * square of tc_cosine_unit_eps (distance.h), rounded up.
+ */
+static inline TC_HOSTDEV double
+tc_f16_cosine_thr(double eps_unit)
+{
+	return eps_unit * eps_unit * (1.0 + 0x1p-50);
+}
+
+/*
+ * te = sigma^2 eps / 2 for the inner product's q, clamped to +-2^100 (see
+ * above): sigma is 2^k, so it is exact unless it would overflow or underflow.
+ */
+static inline TC_HOSTDEV double
+tc_f16_ip_half(const TcF16Plan *p, double eps)
+{
+	int			k;
+	double		te;
+
+	(void) frexp(p->sigma, &k);	/* sigma = 2^(k - 1) */
+	te = ldexp(eps, 2 * (k - 1) - 1);
+	return te > 0x1p100 ? 0x1p100 : te < -0x1p100 ? -0x1p100 : te;
+}
+
+/*
+ * The inner product's filter values of a point (not centred), from the sums
+ * of h^2, (h - sigma x)^2 and (sigma x)^2 and A, as for tc_f16_finish, and
+ * te = tc_f16_ip_half(eps).
+ */
+static inline TC_HOSTDEV void
+tc_f16_ip_finish(const TcF16Plan *p, int d, double hn2, double r2, double y2, double A, double te,
+				 TcF16Point *pt)
+{
+	double		slack = 1.0 + (double) (d + 4) * 0x1p-52;
+	double		r = sqrt(r2 * slack) * (1.0 + 0x1p-50);
+	double		m2 = (hn2 > y2 ? hn2 : y2) * slack;
+	double		phi = (r * r * 0x1p11 + m2 * 0x1p-13) * (1.0 + 0x1p-48);
+	double		acc = p->prefix ?
+		22.0 * 0x1p-23 * hn2 + 10.0 * 0x1p-23 * A * (1.0 + 0x1p-30) :
+		(double) p->kappa * hn2 * 0.5;
+	double		gam = (double) (d + 10) * 0x1p-53 * y2 * slack * 0.5;
+	double		Q = -te - (phi + acc + gam) * (1.0 + 0x1p-40);
+
+	pt->hn = hn2;
+	pt->R = r;
+	pt->rc = 0.0f;
+	pt->q = tc_f16_float_down(Q - fabs(Q) * 0x1p-22 - 0x1p-102);
+}
+
+/* The inner product's: one point from its coordinates x (not centred). */
+static inline TC_HOSTDEV void
+tc_f16_ip_point(const TcF16Plan *p, const double *x, int d, double te, double *h, TcF16Point *pt)
+{
+	double		sums[4];
+
+	tc_f16_sums(p, x, d, h, sums);
+	tc_f16_ip_finish(p, d, sums[0], sums[1], sums[2], sums[3], te, pt);
 }
 
 /* The epilogue's test: true iff the pair is certainly beyond eps. */

@@ -13,6 +13,7 @@
 
 #include "choose.h"
 #include "cpu_filter.h"
+#include "distance.h"
 #include "gpu.h"
 
 /*
@@ -63,6 +64,10 @@
 #define TC_GPU_COLD 0.4
 #define TC_GPU_SETUP 0.002
 #define TC_GPU_UPLOAD_RATE 6e9
+
+/* Why a float8 set outside the dot-product metrics' range stays on the CPU. */
+#define TC_DOT_RANGE_REFUSAL \
+	"cosine and inner product on the GPU take coordinates of magnitude 2^-240 to 2^240, or 0"
 
 /* The CPU models' unit (above) in seconds of one thread. */
 #define TC_CPU_UNIT_SECONDS 1e-9
@@ -229,6 +234,27 @@ tc_grid_pick(TcGridPlan *plan, bool allow_brute)
 }
 
 /*
+ * The dot-product metrics run on the GPU's FP16 tensor cores only (the
+ * filter of fp16_filter.h): why this join cannot, into msg, or false.
+ */
+static bool
+dot_refusal(const TcJoin *join, const TcGpuInfo *info, char *msg, size_t len)
+{
+	if (info->major < 8)
+		snprintf(msg, len, "the cosine and inner-product metrics on the GPU need FP16 tensor cores "
+				 "(compute capability 8.0 or higher)");
+	else if (join->params.tensor_cores == TC_TENSOR_OFF)
+		snprintf(msg, len, "the cosine and inner-product metrics on the GPU run on its tensor cores, "
+				 "and tcjoin.tensor_cores is off");
+	else if (join->a.n > TC_GPU_BRUTE_MAX_N)
+		snprintf(msg, len, "FP16 brute force on the GPU takes at most %lld points",
+				 (long long) TC_GPU_BRUTE_MAX_N);
+	else
+		return false;
+	return true;
+}
+
+/*
  * The CPU's seconds for this join, as auto would run it there.  From
  * TC_GPU_BRUTE_DIMS dimensions on, brute force's cost stands for auto's
  * (an upper bound: the grid wins only on clustered data) so that a join
@@ -241,7 +267,7 @@ cpu_estimate(TcJoin *join, double *seconds, TcError *err)
 	TcGridPlan	plan;
 	TcStatus	st;
 
-	if (join->params.method == TC_METHOD_BRUTE ||
+	if (join->params.method == TC_METHOD_BRUTE || join->params.metric != TC_METRIC_EUCLIDEAN ||
 		(join->params.method == TC_METHOD_AUTO && join->a.d >= TC_GPU_BRUTE_DIMS))
 	{
 		*seconds = tc_cpu_seconds(join, brute_cost(join), 0);
@@ -263,7 +289,7 @@ gpu_estimate(TcJoin *join, const TcGpuInfo *info, double *seconds, TcError *err)
 	TcGridPlan	plan;
 	TcStatus	st;
 
-	if (fp16_ok && (join->params.method == TC_METHOD_BRUTE ||
+	if (fp16_ok && (join->params.method == TC_METHOD_BRUTE || join->params.metric != TC_METRIC_EUCLIDEAN ||
 					(join->params.method == TC_METHOD_AUTO && join->a.d >= TC_GPU_BRUTE_DIMS)))
 	{
 		*seconds = brute;
@@ -311,10 +337,31 @@ choose_auto(TcJoin *join, bool *use_gpu, TcError *err)
 		snprintf(s->device_choice, sizeof(s->device_choice), "auto: no GPU (%.100s)", reason);
 		return TC_OK;
 	}
+	if (join->params.metric != TC_METRIC_EUCLIDEAN &&
+		dot_refusal(join, &info, reason, sizeof(reason)))
+	{
+		s->auto_gpu_seconds = 0;
+		snprintf(s->device_choice, sizeof(s->device_choice), "auto: %.110s", reason);
+		return TC_OK;
+	}
 	if ((st = gpu_estimate(join, &info, &kernels, err)) != TC_OK)
 		return st;
 	s->auto_gpu_seconds = fixed + kernels;
 	*use_gpu = s->auto_gpu_seconds < s->auto_cpu_seconds;
+	if (*use_gpu && join->params.metric != TC_METRIC_EUCLIDEAN)
+	{
+		bool		stopped = false;
+
+		/* checked only where the GPU would take it: a pass over float8 rows */
+		if (!tc_dot_range_ok(join, &join->a, &stopped))
+		{
+			if (stopped)
+				return TC_STOPPED;
+			*use_gpu = false;
+			snprintf(s->device_choice, sizeof(s->device_choice), "auto: %s", TC_DOT_RANGE_REFUSAL);
+			return TC_OK;
+		}
+	}
 	snprintf(s->device_choice, sizeof(s->device_choice), "auto: the %s's estimate is lower%s",
 			 *use_gpu ? "GPU" : "CPU",
 			 cold ? " (the GPU's includes creating this backend's CUDA context)" : "");
@@ -350,24 +397,32 @@ tc_choose_device(TcJoin *join, bool *use_gpu, TcError *err)
 				 "auto: joins of two point sets run on the CPU only");
 		return TC_OK;
 	}
-	if (join->params.metric != TC_METRIC_EUCLIDEAN)
-	{
-		if (join->params.device == TC_DEVICE_GPU)
-		{
-			tc_set_error(err, TC_ERR_NO_GPU,
-						 "the cosine and inner-product metrics run on the CPU only");
-			return TC_ERR_NO_GPU;
-		}
-		snprintf(s->device_choice, sizeof(s->device_choice),
-				 "auto: the cosine and inner-product metrics run on the CPU only");
-		return TC_OK;
-	}
 	if (join->params.device == TC_DEVICE_AUTO)
 		return choose_auto(join, use_gpu, err);
 	if (tc_gpu_count(reason, sizeof(reason)) < 1)
 	{
 		tc_set_error(err, TC_ERR_NO_GPU, "%s", reason);
 		return TC_ERR_NO_GPU;
+	}
+	if (join->params.metric != TC_METRIC_EUCLIDEAN)
+	{
+		TcGpuInfo	info;
+		bool		stopped = false;
+
+		if (!tc_gpu_info(0, &info))
+			info.major = 0;
+		if (dot_refusal(join, &info, reason, sizeof(reason)))
+		{
+			tc_set_error(err, TC_ERR_INVALID, "%s", reason);
+			return TC_ERR_INVALID;
+		}
+		if (!tc_dot_range_ok(join, &join->a, &stopped))
+		{
+			if (stopped)
+				return TC_STOPPED;
+			tc_set_error(err, TC_ERR_INVALID, "%s", TC_DOT_RANGE_REFUSAL);
+			return TC_ERR_INVALID;
+		}
 	}
 	snprintf(s->device_choice, sizeof(s->device_choice), "tcjoin.device = gpu");
 	*use_gpu = true;

@@ -5,19 +5,13 @@
  *		cosine contract returns, then the contract's exact formula for each
  *		pair it yields.
  *
- * With every nonzero coordinate of magnitude in [2^-400, 2^400] and d <=
- * TC_COSINE_GRID_PROOF_DIMS (so that (d + 10) 2^-53 < 1e-14; no square
- * underflows or overflows):
- *	 - the contract's sim (float8 sums, the rounded quotient) is within 1e-13
- *	   of the true cosine s, so dist_c <= eps implies 1 - s <= eps + 1e-12;
- *	 - for the true unit vectors, |a/|a| - b/|b||^2 = 2 - 2 s <= 2 (eps + 1e-12);
- *	 - each computed unit vector (each coordinate over the rounded square
- *	   root of the contract's squared norm) is within 1e-13 of the true one;
- *	 - the Euclidean contract's sum on the computed unit vectors is at most
- *	   their distance times 1 + (d + 6) 2^-53 (a difference that underflows
- *	   only makes it smaller).
- * So the grid join at eps_g = (sqrt(2 (eps + 1e-12)) + 2e-12) (1 + 1e-12)
- * returns every such pair, and the exact formula decides each.
+ * For points within the dot-product metrics' range (distance.h: every
+ * nonzero coordinate of magnitude in [2^-240, 2^240], so that no square,
+ * product or sum overflows or underflows, nor na nb), the Euclidean join of
+ * the computed unit vectors at tc_cosine_unit_eps(eps, d) returns every
+ * pair whose cosine dist is within eps (distance.h has the proof), and the
+ * exact formula decides each.  The inner join chooses its device as any
+ * Euclidean self-join does (tcjoin.device applies to it).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -25,7 +19,7 @@
 #include "distance.h"
 #include "engine_int.h"
 
-/* The proof's reach ((d + 10) 2^-53 < 1e-14), and auto's choice below it */
+/* method grid's reach (beyond it the grid prunes nothing), and auto's below it */
 #define TC_COSINE_GRID_PROOF_DIMS 64
 #define TC_COSINE_GRID_MAX_DIMS 12
 /* beyond this eps the unit vectors' grid prunes little: brute force */
@@ -169,8 +163,8 @@ tc_cosine_grid_run(TcJoin *join, bool *ran, TcError *err)
 
 	/* outside the proof's range: not run, brute force decides every pair */
 	*ran = false;
-	if (!tc_coords_in_range(join, &join->a, 0x1p-400, 0x1p400, &stopped) ||
-		(!join->self && !tc_coords_in_range(join, &join->b, 0x1p-400, 0x1p400, &stopped)))
+	if (!tc_dot_range_ok(join, &join->a, &stopped) ||
+		(!join->self && !tc_dot_range_ok(join, &join->b, &stopped)))
 		return stopped ? TC_STOPPED : TC_OK;
 	*ran = true;
 	cg = join->cosine_grid = calloc(1, sizeof(CosineGrid));	/* freed by tc_join_destroy */
@@ -195,9 +189,8 @@ tc_cosine_grid_run(TcJoin *join, bool *ran, TcError *err)
 	ua = (TcPoints) {cg->unit_a, join->a.n, join->a.d, TC_FLOAT8};
 	ub = (TcPoints) {cg->unit_b, join->b.n, join->b.d, TC_FLOAT8};
 	params.metric = TC_METRIC_EUCLIDEAN;
-	params.device = TC_DEVICE_CPU;
 	params.include_self = false;
-	params.eps = (sqrt(2 * (join->params.eps + 1e-12)) + 2e-12) * (1 + 1e-12);
+	params.eps = tc_cosine_unit_eps(join->params.eps, join->a.d);
 	cg->inner = tc_join_create(&ua, join->self ? NULL : &ub, &params, err);
 	if (cg->inner == NULL)
 		return err ? err->status : TC_ERR_INTERNAL;
@@ -217,16 +210,18 @@ tc_cosine_grid_run(TcJoin *join, bool *ran, TcError *err)
 	if (st == TC_OK && flush(cg) != 0)
 		st = TC_STOPPED;
 	tc_join_get_stats(cg->inner, &is);
-	join->stats.method = is.method;
-	join->stats.filter = "euclidean on unit vectors";
-	join->stats.threads = is.threads;
-	join->stats.grid_dims = is.grid_dims;
-	for (int i = 0; i < 8; i++)
-		join->stats.grid_dim_ids[i] = is.grid_dim_ids[i];
-	join->stats.cells = is.cells;
-	join->stats.candidates = is.candidates;
-	join->stats.rechecked = cg->candidates;
-	join->stats.index_seconds += is.index_seconds;
-	join->stats.join_seconds = is.join_seconds;
+	{
+		/* the inner join's device, choice and phases; the outer join's metric, pairs and rechecks */
+		const char *metric = join->stats.metric;
+		uint64_t	pairs = join->stats.pairs;
+		double		index = join->stats.index_seconds;
+
+		join->stats = is;
+		join->stats.metric = metric;
+		join->stats.pairs = pairs;
+		join->stats.filter = "euclidean on unit vectors";
+		join->stats.rechecked = cg->candidates;
+		join->stats.index_seconds = index + is.index_seconds;
+	}
 	return st;
 }

@@ -91,6 +91,17 @@ tc_coords_in_range(TcJoin *join, const TcPoints *p, double lo, double hi, bool *
 	return true;
 }
 
+bool
+tc_dot_range_ok(TcJoin *join, const TcPoints *p, bool *stopped)
+{
+	if (p->d > TC_DOT_RANGE_DIMS)
+		return false;
+	/* float4's values, subnormals included, all lie within it */
+	if (p->type == TC_FLOAT4)
+		return true;
+	return tc_coords_in_range(join, p, TC_DOT_RANGE_LO, TC_DOT_RANGE_HI, stopped);
+}
+
 /* One set as float32 rows and the square roots of its norms.  False: stop or no memory. */
 static TcStatus
 build_set(TcJoin *join, TcDotFilter *f, const TcPoints *p, const double *norm, int slot,

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "choose.h"
+#include "distance.h"
 #include "engine_int.h"
 #include "gpu.h"
 
@@ -225,6 +226,10 @@ run_gpu_once(TcJoin *join, TcError *err)
 	bool		planned;
 
 	params.include_self = false;
+	/* the dot-product metrics: FP16 brute force (choose.c checked that it can run) */
+	if (join->params.metric != TC_METRIC_EUCLIDEAN)
+		return tc_gpu_brute_selfjoin(&join->gpu, &join->a, &params, join->thr,
+									 join->sink, &join->stats, err);
 	if ((st = tc_choose_gpu_method(join, &fp16_brute, &plan, &planned, err)) != TC_OK)
 		return st;
 	if (fp16_brute && join->params.tensor_cores != TC_TENSOR_OFF)
@@ -238,7 +243,11 @@ run_gpu_once(TcJoin *join, TcError *err)
 								join->sink, &join->stats, err);
 }
 
-/* (i, i, 0) for every point: the contract's sum of a point with itself is 0. */
+/*
+ * (i, i, dist) for every point whose dist with itself is within eps:
+ * Euclidean, 0 for every point; the dot-product metrics, their contract's
+ * (a zero vector under cosine stopped the join before).
+ */
 static TcStatus
 emit_self_pairs(TcJoin *join)
 {
@@ -247,14 +256,27 @@ emit_self_pairs(TcJoin *join)
 	for (int64_t i = 0; i < join->a.n; i += 1024)
 	{
 		int64_t		m = join->a.n - i < 1024 ? join->a.n - i : 1024;
+		size_t		k = 0;
 
 		for (int64_t t = 0; t < m; t++)
 		{
-			buf[t].a = buf[t].b = i + t;
-			buf[t].dist = 0.0;
+			double		dist = 0.0;
+
+			if (join->params.metric != TC_METRIC_EUCLIDEAN)
+			{
+				double		dot = tc_point_dot(&join->a, i + t, &join->a, i + t);
+
+				dist = join->params.metric == TC_METRIC_INNER_PRODUCT ? -dot :
+					tc_cosine_dist(dot, dot, dot);
+				if (!(dist <= join->params.eps))
+					continue;
+			}
+			buf[k].a = buf[k].b = i + t;
+			buf[k].dist = dist;
+			k++;
 		}
-		join->stats.pairs += (uint64_t) m;
-		if (join->sink->emit(join->sink->arg, buf, (size_t) m) != 0 || !tc_poll(join))
+		join->stats.pairs += (uint64_t) k;
+		if ((k > 0 && join->sink->emit(join->sink->arg, buf, k) != 0) || !tc_poll(join))
 			return TC_STOPPED;
 	}
 	return TC_OK;
@@ -626,6 +648,15 @@ tc_join_run(TcJoin *join, const TcSink *sink, TcError *err)
 	join->ran = true;
 	join->sink = sink;
 
+	/* cosine in few dimensions: the unit vectors' join chooses its own device */
+	if (tc_cosine_grid_applies(join))
+	{
+		bool		ran;
+
+		st = tc_cosine_grid_run(join, &ran, err);
+		if (ran || st != TC_OK)
+			return st;
+	}
 	{
 		bool		use_gpu;
 		bool		to_cpu;
@@ -633,14 +664,6 @@ tc_join_run(TcJoin *join, const TcSink *sink, TcError *err)
 		if ((st = tc_choose_device(join, &use_gpu, err)) != TC_OK)
 			return st;
 		if (use_gpu && ((st = run_gpu(join, &to_cpu, err)) != TC_OK || !to_cpu))
-			return st;
-	}
-	if (tc_cosine_grid_applies(join))
-	{
-		bool		ran;
-
-		st = tc_cosine_grid_run(join, &ran, err);
-		if (ran || st != TC_OK)
 			return st;
 	}
 	st = prepare(join, err);

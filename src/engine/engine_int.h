@@ -170,6 +170,12 @@ extern bool tc_coords_in_range(TcJoin *join, const TcPoints *p, double lo, doubl
 							   bool *stopped);
 
 /*
+ * Whether p lies within the dot-product metrics' range (distance.h), which
+ * the unit vectors' grid and the GPU take; the same stop convention.
+ */
+extern bool tc_dot_range_ok(TcJoin *join, const TcPoints *p, bool *stopped);
+
+/*
  * Cosine in few dimensions through the Euclidean grid on unit vectors
  * (cosine_grid.c): whether this join takes that path, running it, and
  * freeing what it holds (tc_join_destroy).

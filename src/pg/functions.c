@@ -56,23 +56,14 @@ parse_metric(const char *name)
 /*
  * The metric argument at position argno, where the function's SQL
  * definition has one (0.3.0 on; the library also serves older definitions
- * until ALTER EXTENSION UPDATE); NULL or absent: Euclidean.  The dot-product
- * metrics run on the CPU only so far.
+ * until ALTER EXTENSION UPDATE); NULL or absent: Euclidean.
  */
 static TcMetric
 metric_arg(FunctionCallInfo fcinfo, int argno)
 {
-	TcMetric	m;
-
 	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
 		return TC_METRIC_EUCLIDEAN;
-	m = parse_metric(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
-	if (m != TC_METRIC_EUCLIDEAN && tc_device_setting == TC_DEVICE_GPU)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("the cosine and inner-product metrics run on the CPU only, and tcjoin.device is \"gpu\""),
-				 errhint("Set tcjoin.device to \"auto\" or \"cpu\".")));
-	return m;
+	return parse_metric(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
 }
 
 /* eps for the metric: finite; not negative but for the inner product (-dot). */

@@ -92,10 +92,11 @@ add_rz(double x)
 
 /*
  * acc = h_a . h_b as the tensor cores might compute it: FP16 products
- * (exact), summed in float4 by one of several adders.
+ * (exact), summed in float4 by one of several adders (how: 0 to
+ * F16_ADDERS - 1; 3 takes the steps out of index order).
  */
-static float
-emulated_dot(const double *ha, const double *hb, int d, int how)
+float
+f16_emulated_dot(const double *ha, const double *hb, int d, int how)
 {
 	float		acc = 0.0f;
 
@@ -243,7 +244,7 @@ test_f16_filter(void)
 
 							if (prefix && how == 3)
 								continue;	/* out of index order: outside the prefix bound's model */
-							acc = emulated_dot(h + i * d, h + j * d, d, how);
+							acc = f16_emulated_dot(h + i * d, h + j * d, d, how);
 
 							if (tc_f16_drop(acc, pt[i].q, pt[j].q, pt[i].rc, pt[j].rc))
 							{

@@ -166,6 +166,10 @@ void		test_two_sets(void);		/* test_two_sets.c */
 void		test_large(void);			/* test_large.c */
 void		test_sinks(void);			/* test_sinks.c */
 void		test_f16_round(void);		/* test_fp16_filter.c */
+void		test_f16_dot(void);			/* test_fp16_dot.c */
+/* The tensor cores' accumulation, emulated by one of F16_ADDERS adders (test_fp16_filter.c). */
+#define F16_ADDERS 5
+float		f16_emulated_dot(const double *ha, const double *hb, int d, int how);
 void		test_f16_filter(void);
 void		test_overrides(void);		/* test_overrides.c */
 void		test_cancel(void);			/* test_cancel.c */

@@ -20,7 +20,7 @@
  *	 TC_TEST_SECTIONS comma-separated sections to run (default all): basics,
  *					sq_threshold, invalid, tiny, dims, distributions,
  *					two-sets, large, sinks, random, fp16-round,
- *					fp16-filter, overrides, cancel, signals, threads,
+ *					fp16-filter, fp16-dot, overrides, cancel, signals, threads,
  *					device, metrics.
  */
 #include "test_harness.h"
@@ -59,6 +59,7 @@ static const struct
 	{"random", test_random_sweep},
 	{"fp16-round", test_f16_round},
 	{"fp16-filter", test_f16_filter},
+	{"fp16-dot", test_f16_dot},
 	{"overrides", test_overrides},
 	{"cancel", test_cancel},
 	{"signals", test_signals},

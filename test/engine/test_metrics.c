@@ -225,7 +225,7 @@ metric_errors(void)
 	metric_error_case("an unknown metric", &p, NULL, &params, "unknown metric", -1);
 	params.metric = TC_METRIC_COSINE;
 	params.device = TC_DEVICE_GPU;
-	metric_error_case("cosine on the GPU", &p, NULL, &params, "CPU only", -1);
+	metric_error_case("cosine on the GPU of a build without one", &p, NULL, &params, "without CUDA support", -1);
 	params.device = TC_DEVICE_CPU;
 
 	/* a zero vector (and one whose squares underflow) has no cosine distance */
