@@ -7,7 +7,11 @@
 #   tc_selfjoin(..., EPS, metric => 'cosine') over the vector column,
 #   the same over a real[] copy,
 #   SELECT count(*) FROM t a JOIN t b ON a.id < b.id AND a.v <=> b.v <= EPS
-# and both counts (pgvector computes in float4: near eps they may differ).
+# and both counts (pgvector computes in float4: near eps they may differ),
+# then the phases of the last join over each column (tc_last_stats: reading
+# the column, the index, the join and the output).  TCJOIN_DEVICE (default
+# cpu) is tcjoin.device for the joins; past 20,000 rows pgvector's self-join
+# (n^2 / 2 distance calls) is left out.
 #   test/bench/cosine_vs_pgvector.sh [REPS] [N] [D] [EPS]   (needs pgvector
 #                                                  and the extension installed)
 # Not a test: the figures go to docs/.
@@ -17,6 +21,7 @@ N=${2:-10000}
 D=${3:-384}
 EPS=${4:-0.02}
 DB=${TCJOIN_BENCH_DB:-tcjoin_cosine}
+DEVICE=${TCJOIN_DEVICE:-cpu}
 cd "$(dirname "$0")/../.."
 [ -n "${PGPORT:-}" ] || eval "$(bash test/cluster.sh env)"
 . test/stress/lib.sh
@@ -37,17 +42,26 @@ UPDATE t SET r = v::real[];
 VACUUM ANALYZE t;
 SQL
 create_runs_fn "$DB"
-echo "$N x $D unit vectors (5% near-duplicates), cosine distance <= $EPS; $(nproc) cores, medians of $REPS (ms); commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
+echo "$N x $D unit vectors (5% near-duplicates), cosine distance <= $EPS; tcjoin.device = $DEVICE; $(nproc) cores, medians of $REPS (ms); commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
+PGVJ=
+[ "$N" -le 20000 ] && PGVJ="SELECT 'pgvector_self_join', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+       (SELECT count(*) FROM t a JOIN t b ON a.id < b.id AND a.v <=> b.v <= $EPS)
+  FROM runs(\$q\$SELECT count(*) FROM t a JOIN t b ON a.id < b.id AND a.v <=> b.v <= $EPS\$q\$, $REPS) ms;"
+PHASES="SELECT col, device, method, filter, round(load_ms::numeric, 1) AS load_ms, round(index_ms::numeric, 1) AS index_ms,
+       round(join_ms::numeric, 1) AS join_ms, round(output_ms::numeric, 1) AS output_ms FROM tc_last_stats()"
+echo "(each join: name, median ms, rows; then per column: rows, and device, method, filter, load, index, join, output ms)"
 q_db "$DB" -F ' ' <<SQL
-SET tcjoin.device = cpu;
+SET tcjoin.device = $DEVICE;
 SELECT 'tc_selfjoin(vector)', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
        (SELECT count(*) FROM tc_selfjoin('t', 'v', $EPS, metric => 'cosine'))
   FROM runs(\$q\$SELECT count(*) FROM tc_selfjoin('t', 'v', $EPS, metric => 'cosine')\$q\$, $REPS) ms;
 SELECT 'tc_selfjoin(real[])', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
        (SELECT count(*) FROM tc_selfjoin('t', 'r', $EPS, metric => 'cosine'))
   FROM runs(\$q\$SELECT count(*) FROM tc_selfjoin('t', 'r', $EPS, metric => 'cosine')\$q\$, $REPS) ms;
-SELECT 'pgvector_self_join', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
-       (SELECT count(*) FROM t a JOIN t b ON a.id < b.id AND a.v <=> b.v <= $EPS)
-  FROM runs(\$q\$SELECT count(*) FROM t a JOIN t b ON a.id < b.id AND a.v <=> b.v <= $EPS\$q\$, $REPS) ms;
+$PGVJ
+SELECT count(*) AS phases FROM tc_selfjoin('t', 'v', $EPS, metric => 'cosine');
+$(echo "$PHASES" | sed "s/SELECT col,/SELECT 'vector' AS col,/");
+SELECT count(*) AS phases FROM tc_selfjoin('t', 'r', $EPS, metric => 'cosine');
+$(echo "$PHASES" | sed "s/SELECT col,/SELECT 'real[]' AS col,/");
 SQL
 q_db postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1

@@ -6,7 +6,10 @@
  *	  --file F          raw little-endian float32, row-major n x d
  *	  --gen KIND        synthetic data: uniform | expo (rate 40) | gauss |
  *	                    cluster (Gaussian clusters of about 128 points,
- *	                    sigma 0.02 around uniform centres: neighbours local)
+ *	                    sigma 0.02 around uniform centres: neighbours local) |
+ *	                    neardup (unit vectors in random directions, every
+ *	                    20th a near duplicate of the one before: cosine
+ *	                    distance below 0.012)
  *	  --n N --d D       size (with --file: d is required, n defaults to all;
  *	                    a smaller n takes the first n rows)
  *	  --seed S          seed for --gen (default 1)
@@ -20,6 +23,7 @@
  *	  --eps-only        print the chosen eps and exit (with --neighbours)
  *	  --write F         write the points as raw float32 to F and exit
  *	  --method M        auto | grid | brute (default auto)
+ *	  --metric M        euclidean | cosine | inner_product (default euclidean)
  *	  --threads T       compute threads (default: all CPUs)
  *	  --type T          f4 | f8: element type handed to the engine (default f4)
  *	  --device D        cpu | gpu | auto (default cpu)
@@ -80,6 +84,7 @@ typedef struct Options
 	TcElemType	type;
 	TcDevice	device;
 	bool		exact;
+	TcMetric	metric;
 	long		gpu_memory_mb;	/* 0: no limit */
 	const char *tensor_cores;	/* "on", "off", "auto", or "-" when not given */
 	TcTensorCores tc;
@@ -134,6 +139,53 @@ on_off(const char *v)
 	return false;
 }
 
+static double
+next_gauss(void)
+{
+	return sqrt(-2 * log(1.0 - next_unit())) * cos(2 * M_PI * next_unit());
+}
+
+/* Row i of pts scaled to unit length (a zero row is left as it is). */
+static void
+normalise(float *row, int d)
+{
+	double		s = 0;
+
+	for (int k = 0; k < d; k++)
+		s += (double) row[k] * row[k];
+	for (int k = 0; k < d && s > 0; k++)
+		row[k] = (float) (row[k] / sqrt(s));
+}
+
+/*
+ * --gen neardup: unit vectors in random directions; every 20th (5%) is the
+ * one before plus a random step of length up to 0.15, normalised: a cosine
+ * distance below about 0.012, the planted pairs of a near-duplicate search.
+ */
+static void
+near_duplicates(float *pts, int64_t n, int d)
+{
+	for (int64_t i = 0; i < n; i++)
+	{
+		float	   *row = pts + i * d;
+
+		if (i % 20 == 19)
+		{
+			double		step = 0.15 * next_unit();
+
+			for (int k = 0; k < d; k++)
+				row[k] = (float) next_gauss();
+			normalise(row, d);
+			for (int k = 0; k < d; k++)
+				row[k] = (float) (row[k - d] + step * row[k]);
+		}
+		else
+			for (int k = 0; k < d; k++)
+				row[k] = (float) next_gauss();
+		normalise(row, d);
+	}
+}
+
 static float *
 load_points(const Options *o, int64_t *n_out)
 {
@@ -186,6 +238,8 @@ load_points(const Options *o, int64_t *n_out)
 			}
 			free(centre);
 		}
+		else if (strcmp(o->gen, "neardup") == 0)
+			near_duplicates(pts, n, o->d);
 		else
 			for (int64_t i = 0; i < n * o->d; i++)
 			{
@@ -460,6 +514,9 @@ parse_args(int argc, char **argv, Options *o)
 				strcmp(v, "auto") == 0 ? TC_DEVICE_AUTO : TC_DEVICE_CPU;
 		else if (strcmp(a, "--exact") == 0)
 			o->exact = on_off(v);
+		else if (strcmp(a, "--metric") == 0)
+			o->metric = strcmp(v, "cosine") == 0 ? TC_METRIC_COSINE :
+				strcmp(v, "inner_product") == 0 ? TC_METRIC_INNER_PRODUCT : TC_METRIC_EUCLIDEAN;
 		else if (strcmp(a, "--tensor-cores") == 0)
 		{
 			o->tensor_cores = strcmp(v, "auto") == 0 ? "auto" : on_off(v) ? "on" : "off";
@@ -546,6 +603,8 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 			   (unsigned long long) st->rechecked,
 			   (unsigned long long) med->pairs,
 			   med->pairs / med->wall / 1e6);
+	if (strcmp(status, "ok") == 0 && !o->csv && o->metric != TC_METRIC_EUCLIDEAN)
+		printf("  metric %s, filter %s\n", st->metric ? st->metric : "-", st->filter ? st->filter : "-");
 	if (strcmp(status, "ok") == 0 && !o->csv && st->gpu_batches > 0)
 		printf("  gpu: %lld batches (%lld rerun), kernels %.3f s, waiting for kernels %.3f s, pairs to the sink %.3f s, "
 			   "join phase %.3f s\n",
@@ -581,7 +640,7 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 static TcJoinParams
 join_params(const Options *o, double eps)
 {
-	return (TcJoinParams) {.eps = eps, .method = o->method, .device = o->device,
+	return (TcJoinParams) {.eps = eps, .metric = o->metric, .method = o->method, .device = o->device,
 		.tensor_cores = o->tc, .exact = o->exact, .threads = o->threads,
 	.gpu_memory_limit = (size_t) o->gpu_memory_mb << 20, .overrides = o->overrides};
 }
@@ -675,7 +734,7 @@ calibrate_eps(const Options *o, void *data, int64_t n, double eps)
 int
 main(int argc, char **argv)
 {
-	Options		o = {.gen = "uniform", .seed = 1, .eps = -1, .method = TC_METHOD_AUTO,
+	Options		o = {.gen = "uniform", .seed = 1, .eps = NAN, .method = TC_METHOD_AUTO,
 		.method_name = "auto", .threads = 0, .type = TC_FLOAT4, .device = TC_DEVICE_CPU,
 	.exact = true, .tensor_cores = "-", .tc = TC_TENSOR_AUTO, .sink_sum = true, .reps = 3};
 	int64_t		n;
@@ -698,9 +757,9 @@ main(int argc, char **argv)
 			die("cannot write --write");
 		return 0;
 	}
-	if (o.eps < 0 && o.neighbours > 0)
+	if (isnan(o.eps) && o.neighbours > 0)
 		o.eps = eps_for_neighbours(pts, n, o.d, o.neighbours, o.threads);
-	if (o.eps < 0)
+	if (isnan(o.eps))
 		die("--eps or --neighbours is required");
 	if (o.type == TC_FLOAT8)
 	{
