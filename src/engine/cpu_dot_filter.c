@@ -49,6 +49,7 @@ struct TcDotFilter
 	TcMetric	metric;
 	double		eps;
 	double		K;				/* the bound's factor (above) */
+	double		cos_out;		/* cosine, eps <= 0.99: the quick test's factor (may_keep); else 0 */
 	float	   *fa;				/* n_a x dp float32 */
 	float	   *fb;				/* == fa in a self-join */
 	double	   *sa;				/* sqrt of the contract's squared norms */
@@ -165,6 +166,7 @@ tc_dot_filter_build(TcJoin *join, const double *norm_a, const double *norm_b, Tc
 	g32 = f->dp * u / (1 - f->dp * u);
 	g64 = d * 0x1p-53 / (1 - d * 0x1p-53);
 	f->K = (r + g32 * (1 + r) + g64) / (1 - g64) * (1 + 0x1p-40);
+	f->cos_out = f->metric == TC_METRIC_COSINE && f->eps <= 0.99 ? (1.0 - f->eps) * (1.0 - 0x1p-40) : 0.0;
 	if ((st = build_set(join, f, a, norm_a, 0, &f->fa, &f->sa)) != TC_OK)
 		return st;
 	if (b)
@@ -179,11 +181,20 @@ static inline bool
 may_keep(const TcDotFilter *f, int64_t i, int64_t j, float dot32)
 {
 	double		dt = (double) dot32;
-	double		bound = f->K * f->sa[i] * f->sb[j];
+	double		ss = f->sa[i] * f->sb[j];
+	double		bound = f->K * ss;
 	double		upper = dt + bound + 0x1p-50 * (fabs(dt) + bound);
 
 	if (f->metric == TC_METRIC_INNER_PRODUCT)
 		return !(upper < -f->eps);
+	/*
+	 * Cosine's quick test, without the contract's division and root: ss is
+	 * within 6 u of q = fl(sqrt(fl(na nb))), so upper < (1 - eps) (1 -
+	 * 2^-40) ss gives fl(upper / q) < (1 - eps) (1 - 2^-42), and with 1 -
+	 * eps >= 0.01 its 1 - sim then exceeds eps by more than eps's half ulp.
+	 */
+	if (upper < f->cos_out * ss)
+		return false;
 	/* the contract's own formula on the upper bound: a lower bound on its dist */
 	return !(tc_cosine_dist(upper, f->na[i], f->nb[j]) > f->eps);
 }

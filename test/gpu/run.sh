@@ -13,14 +13,15 @@
 # with --sql, the same join through PostgreSQL against its floors).
 #   test/gpu/run.sh [--quick] [--no-regress] [--no-stress] [--no-bench] [--no-grid-bench] [--sql]
 #                   [--auto-sweep]   (auto's choices against both engines: test/bench/auto-sweep)
+#                   [--dot-bench]    (only the cosine and inner-product benchmarks of --bench)
 # Ends with "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-QUICK= REGRESS=1 STRESS=1 BENCH=1 GRIDBENCH=1 SQL= SWEEP=
+QUICK= REGRESS=1 STRESS=1 BENCH=1 GRIDBENCH=1 SQL= SWEEP= DOTBENCH=
 for a in "$@"; do
     case $a in
         --quick) QUICK=--quick ;; --no-regress) REGRESS= ;; --no-stress) STRESS= ;;
-        --no-bench) BENCH= ;; --no-grid-bench) GRIDBENCH= ;; --sql) SQL=1 ;; --auto-sweep) SWEEP=1 ;;
+        --no-bench) BENCH= ;; --no-grid-bench) GRIDBENCH= ;; --sql) SQL=1 ;; --auto-sweep) SWEEP=1 ;; --dot-bench) DOTBENCH=1 ;;
         *) echo "unknown option $a"; exit 2 ;;
     esac
 done
@@ -168,6 +169,25 @@ if [ -n "$BENCH" ]; then
         done
     done
 fi 2>&1 | tee "$OUT/bench.log"
+
+if [ -n "$BENCH$DOTBENCH" ]; then
+    rm -f test/bench/tcbench && make -C test/bench USE_CUDA=1 >/dev/null
+    make -C test/bench gemm_floor >/dev/null
+    B=test/bench/tcbench
+    echo "== cosine and inner product on FP16 brute force: 1,000,000 x 384 unit vectors, 5% near duplicates"
+    echo "gemm_floor 1000000 384: $(test/bench/gemm_floor 1000000 384)"
+    # cosine distance 0.02 is Euclidean distance 0.2 between unit vectors: the same join three ways
+    $B --gen neardup --n 1000000 --d 384 --metric cosine --eps 0.02 --method brute --device gpu --sink count --reps 3
+    $B --gen neardup --n 1000000 --d 384 --metric inner_product --eps -0.98 --method brute --device gpu --sink count --reps 3
+    $B --gen neardup --n 1000000 --d 384 --eps 0.2 --method brute --device gpu --sink count --reps 3
+    $B --gen neardup --n 1000000 --d 384 --metric cosine --eps 0.02 --method brute --device gpu --exact off --sink count --reps 3
+    echo "== the same, streamed: at most 1 GB of GPU memory"
+    $B --gen neardup --n 1000000 --d 384 --metric cosine --eps 0.02 --method brute --device gpu --sink count --reps 3 \
+        --gpu-memory 1024
+    echo "== 200,000 x 384 on the CPU beside the GPU (the CPU's float32 filter)"
+    $B --gen neardup --n 200000 --d 384 --metric cosine --eps 0.02 --method brute --device gpu --sink count --reps 3
+    $B --gen neardup --n 200000 --d 384 --metric cosine --eps 0.02 --method brute --device cpu --sink count --reps 1
+fi 2>&1 | tee "$OUT/dot-bench.log"
 
 if [ -n "$SQL" ]; then
     echo "== through PostgreSQL: 2,000,000 exponential 2-D points, eps 0.0002"
