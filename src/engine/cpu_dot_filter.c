@@ -193,7 +193,7 @@ may_keep(const TcDotFilter *f, int64_t i, int64_t j, float dot32)
 	 * 2^-40) ss gives fl(upper / q) < (1 - eps) (1 - 2^-42), and with 1 -
 	 * eps >= 0.01 its 1 - sim then exceeds eps by more than eps's half ulp.
 	 */
-	if (upper < f->cos_out * ss)
+	if (f->cos_out > 0 && upper < f->cos_out * ss)
 		return false;
 	/* the contract's own formula on the upper bound: a lower bound on its dist */
 	return !(tc_cosine_dist(upper, f->na[i], f->nb[j]) > f->eps);
