@@ -6,6 +6,7 @@
  *		a result buffer far smaller than the result.
  *
  *	gpu_vs_cpu [--quick] [--brute-only [--tc-only]] [--seed S] [--seconds T]
+ *			   [--override TEXT]
  *
  * The failure modes run first; then the matrix, until T seconds (default
  * no limit) have passed, so that a time-boxed run still ends with its
@@ -13,7 +14,9 @@
  * alone (the brute-force passes of test/gpu/run.sh); --tc-only leaves out
  * the matrix's GPU runs with tensor cores off (for the passes that vary
  * the tensor-core path only, which then reach the higher dimensions in the
- * same time).
+ * same time).  The cosine and inner-product cases (FP16 brute force, the
+ * only GPU path of those metrics) run in both.  --override's developer
+ * overrides apply to every join.
  *
  * Ends with "N passed, N failed".  Needs a GPU; with none it says so and
  * fails.
@@ -25,15 +28,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine.h"
-#include "gpu.h"
+#include "gpu_vs_cpu.h"
 
 static uint64_t rng;
 static int	passed,
 			failed;
 static bool tc_only;			/* compare_case: the GPU with tensor cores on only */
 
-static uint64_t
+uint64_t
 next_u64(void)
 {
 	uint64_t	z = (rng += 0x9e3779b97f4a7c15ULL);
@@ -43,23 +45,12 @@ next_u64(void)
 	return z ^ (z >> 31);
 }
 
-static double
+double
 unit(void)
 {
 	return (double) (next_u64() >> 11) * 0x1p-53;
 }
 
-typedef struct Collect
-{
-	TcPair	   *pairs;
-	size_t		n;
-	size_t		cap;
-	uint64_t	digest;			/* order-independent sum of pair hashes */
-	int			polls;
-	int			stop_after_polls;	/* > 0: poll asks to stop */
-	double		stop_at;		/* > 0: poll asks to stop from this time on */
-	double		stopped_at;		/* when it first asked */
-} Collect;
 
 static uint64_t
 mix64(uint64_t z)
@@ -127,7 +118,7 @@ poll_cb(void *arg)
 	return 0;
 }
 
-static int
+int
 cmp_pair(const void *x, const void *y)
 {
 	const TcPair *a = x,
@@ -143,7 +134,7 @@ cmp_pair(const void *x, const void *y)
 /* --override: the developer overrides every join of this run takes */
 static TcOverrides g_overrides;
 
-static TcStatus
+TcStatus
 run(const TcPoints *p, TcJoinParams params, Collect *c, TcJoinStats *stats, TcError *err)
 {
 	TcSink		sink = {collect, poll_cb, c};
@@ -167,7 +158,7 @@ run(const TcPoints *p, TcJoinParams params, Collect *c, TcJoinStats *stats, TcEr
 	return st;
 }
 
-static void
+void
 report(int ok, const char *fmt,...)
 {
 	va_list		ap;
@@ -229,7 +220,7 @@ eps_for(const float *x, int64_t n, int d, double k)
 }
 
 /* The GPU's pairs against the CPU's: the same set, dists bit for bit. */
-static bool
+bool
 same_pairs(Collect *c1, Collect *c2)
 {
 	/*
@@ -984,7 +975,6 @@ approx_cases(void)
 	}
 }
 
-
 /*
  * Brute force on the FP16 tensor cores (method brute, tensor cores on)
  * against the CPU at the dimensions of embeddings and images, with values
@@ -1125,9 +1115,13 @@ main(int argc, char **argv)
 		cluster_choice();
 		approx_cases();
 		streamed_cases();
+		dot_fixed_cases(quick);
 		result_buffer_halved();
 		clustered_cases();
-		brute_cases(quick, seconds, tc_now());
+		/* the dot-product metrics' matrix takes a third of the time at most */
+		start = tc_now();
+		dot_matrix(quick, seconds / 3, start);
+		brute_cases(quick, seconds, start);
 		goto out;
 	}
 	small_buffer(true);
@@ -1135,12 +1129,14 @@ main(int argc, char **argv)
 	failure_modes();
 	approx_cases();
 	streamed_cases();
+	dot_fixed_cases(quick);
 	result_buffer_halved();
 	clustered_cases();
 	limit_too_small();
 	auto_cases();
 
 	start = tc_now();
+	dot_matrix(quick, seconds / 4, start);
 	brute_cases(quick, seconds / 2, start);
 	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
 		for (size_t ki = 0; ki < sizeof(kinds) / sizeof(kinds[0]); ki++)
