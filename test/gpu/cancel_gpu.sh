@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Cancel through SQL on the GPU, in every phase of a join: for each of two
-# joins (the GPU grid on 2-D points, FP16 brute force at 128 dimensions), a
+# Cancel through SQL on the GPU, in every phase of a join: for each of three
+# joins (the GPU grid on 2-D points, FP16 brute force at 128 dimensions, the
+# same points under cosine), a
 # calibration run gives the phases' spans from tc_last_stats() (load,
 # index = upload and preparation, join, output into the tuplestore), then
 # CANCEL_GPU_REPS statement_timeouts spread over each phase: the delay is
@@ -11,7 +12,7 @@
 #   test/gpu/cancel_gpu.sh        (needs the extension installed, a server
 #                                  and a GPU; PGHOST etc. in the environment)
 # CANCEL_GPU_REPS (default 10 a phase), CANCEL_LIMIT_MS (default 1000),
-# CANCEL_GPU_JOINS (default "grid brute": which joins; one a call keeps a
+# CANCEL_GPU_JOINS (default "grid brute cosine": which joins; one a call keeps a
 # run of 100 a phase inside a machine's time limit).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,8 +29,8 @@ ok() { pass=$((pass + 1)); echo "ok     $1"; }
 bad() { fail=$((fail + 1)); echo "FAILED $1"; }
 # CANCEL_GPU_DEVICE=cpu runs the same on the CPU (a dry run of the script)
 DEVICE=${CANCEL_GPU_DEVICE:-gpu}
-JOINS=${CANCEL_GPU_JOINS:-grid brute}
-[[ " $JOINS " == *" brute "* ]] || BRUTE_ROWS=1
+JOINS=${CANCEL_GPU_JOINS:-grid brute cosine}
+[[ " $JOINS " == *" brute "* || " $JOINS " == *" cosine "* ]] || BRUTE_ROWS=1
 
 fresh_db "$DB" || { echo "could not create $DB"; echo "0 passed, 1 failed"; exit 1; }
 q_db "$DB" <<SQL
@@ -57,7 +58,8 @@ calibrate() {
 
 printf '%-8s %-7s %6s %8s %8s %8s\n' join phase runs "med ms" "max ms" "span ms" >"$WORK/table"
 for spec in "grid|SELECT * FROM tc_selfjoin('g2', 'vec', 0.0002)" \
-            "brute|SELECT * FROM tc_selfjoin('h128', 'vec', 3.3, method => 'brute')"; do
+            "brute|SELECT * FROM tc_selfjoin('h128', 'vec', 3.3, method => 'brute')" \
+            "cosine|SELECT * FROM tc_selfjoin('h128', 'vec', 0.7, metric => 'cosine')"; do
     name=${spec%%|*} query=${spec#*|}
     [[ " $JOINS " == *" $name "* ]] || continue
     calibrate "$name" "$query"

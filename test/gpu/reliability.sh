@@ -178,7 +178,11 @@ if [ -n "$SANITIZE" ]; then
            "--gen gauss --n 4000 --d 256 --neighbours 32 --method brute --device gpu --exact off"
            "--gen gauss --n 4000 --d 100 --neighbours 32 --method brute --device gpu --override tile_kernel=mma,recheck=lane"
            "--gen gauss --n 6000 --d 64 --neighbours 32 --method brute --device gpu --gpu-memory 5"
-           "--gen gauss --n 3000 --d 77 --neighbours 32 --method brute --device gpu --type f8")
+           "--gen gauss --n 3000 --d 77 --neighbours 32 --method brute --device gpu --type f8"
+           "--gen neardup --n 4000 --d 256 --eps 0.02 --metric cosine --method brute --device gpu"
+           "--gen neardup --n 4000 --d 256 --eps 0.02 --metric cosine --method brute --device gpu --exact off"
+           "--gen neardup --n 3000 --d 100 --eps -0.9 --metric inner_product --method brute --device gpu --type f8"
+           "--gen neardup --n 6000 --d 64 --eps 0.02 --metric cosine --method brute --device gpu --gpu-memory 5")
     for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
         echo "== compute-sanitizer --tool $tool"
         for c in "${cases[@]}"; do
