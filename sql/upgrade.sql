@@ -59,13 +59,29 @@ CREATE VIEW ext_functions AS
     FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
     JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'tcjoin';
 CREATE TABLE updated AS TABLE ext_functions;
+
+-- From 0.3.0: the update adds tc_count, tc_degrees, tc_neighbors,
+-- tc_components and tc_dbscan, and changes nothing else.
+DROP EXTENSION tcjoin;
+CREATE EXTENSION tcjoin VERSION '0.3.0';
+SELECT count(*) AS graph_functions FROM pg_proc
+ WHERE proname IN ('tc_count', 'tc_degrees', 'tc_neighbors', 'tc_components', 'tc_dbscan');
+ALTER EXTENSION tcjoin UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'tcjoin';
+SELECT tc_count('pts', 'vec', 1.0, 'id') = (TABLE ref) AS right;
+SELECT sum(degree) = 2 * (TABLE ref) AS right FROM tc_degrees('pts', 'vec', 1.0, 'id');
+CREATE TABLE updated_03 AS TABLE ext_functions;
 DROP EXTENSION tcjoin;
 CREATE EXTENSION tcjoin;
 CREATE TABLE fresh AS TABLE ext_functions;
 SELECT count(*) AS functions FROM fresh;
 SELECT 'only after update' AS side, * FROM (TABLE updated EXCEPT TABLE fresh) u
 UNION ALL
-SELECT 'only in a fresh install', * FROM (TABLE fresh EXCEPT TABLE updated) f;
+SELECT 'only in a fresh install', * FROM (TABLE fresh EXCEPT TABLE updated) f
+UNION ALL
+SELECT 'only after update from 0.3.0', * FROM (TABLE updated_03 EXCEPT TABLE fresh) u
+UNION ALL
+SELECT 'only in a fresh install, not from 0.3.0', * FROM (TABLE fresh EXCEPT TABLE updated_03) f;
 
 \c :regress_db
 SET client_min_messages = warning;

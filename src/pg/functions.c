@@ -1,7 +1,7 @@
 /*
  * functions.c
  *		The joins' SQL entry points, tc_selfjoin and tc_join: argument
- *		checks, then load, run and record.
+ *		checks (shared with graphs.c), then load, run and record.
  *
  * Each validates its arguments, loads the vector columns (load.c), runs the
  * engine (output.c) and returns the pairs in materialize mode, so the
@@ -21,8 +21,8 @@
 #include "output.h"
 #include "tcjoin.h"
 
-static TcMethod
-parse_method(const char *name)
+TcMethod
+tc_parse_method(const char *name)
 {
 	if (strcmp(name, "auto") == 0)
 		return TC_METHOD_AUTO;
@@ -58,8 +58,8 @@ parse_metric(const char *name)
  * definition has one (0.3.0 on; the library also serves older definitions
  * until ALTER EXTENSION UPDATE); NULL or absent: Euclidean.
  */
-static TcMetric
-metric_arg(FunctionCallInfo fcinfo, int argno)
+TcMetric
+tc_metric_arg(FunctionCallInfo fcinfo, int argno)
 {
 	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
 		return TC_METRIC_EUCLIDEAN;
@@ -67,8 +67,8 @@ metric_arg(FunctionCallInfo fcinfo, int argno)
 }
 
 /* eps for the metric: finite; not negative but for the inner product (-dot). */
-static void
-check_eps(double eps, TcMetric metric)
+void
+tc_check_eps(double eps, TcMetric metric)
 {
 	if (isnan(eps))
 		ereport(ERROR,
@@ -88,8 +88,8 @@ check_eps(double eps, TcMetric metric)
 }
 
 /* The engine's parameters from the settings and a call's arguments. */
-static void
-join_params(TcJoinParams *params, double eps, TcMetric metric, bool include_self, bool exact,
+void
+tc_join_params(TcJoinParams *params, double eps, TcMetric metric, bool include_self, bool exact,
 			TcMethod method)
 {
 	memset(params, 0, sizeof(*params));
@@ -110,8 +110,8 @@ join_params(TcJoinParams *params, double eps, TcMetric metric, bool include_self
  * The grid bins coordinates: it bounds Euclidean distances, and cosine ones
  * through unit vectors; an inner product has no such bound.
  */
-static void
-check_method_metric(const TcJoinParams *params)
+void
+tc_check_method_metric(const TcJoinParams *params)
 {
 	if (params->method == TC_METHOD_GRID && params->metric == TC_METRIC_INNER_PRODUCT)
 		ereport(ERROR,
@@ -121,8 +121,8 @@ check_method_metric(const TcJoinParams *params)
 }
 
 /* A join's own memory context: everything it allocates hangs off it. */
-static MemoryContext
-join_context(void)
+MemoryContext
+tc_join_context(void)
 {
 	return AllocSetContextCreate(CurrentMemoryContext, "tcjoin join",
 								 ALLOCSET_DEFAULT_SIZES);
@@ -150,16 +150,16 @@ tc_selfjoin(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 
 	eps = PG_GETARG_FLOAT8(2);
-	metric = metric_arg(fcinfo, 7);
-	check_eps(eps, metric);
-	join_params(&params, eps, metric,
+	metric = tc_metric_arg(fcinfo, 7);
+	tc_check_eps(eps, metric);
+	tc_join_params(&params, eps, metric,
 				PG_ARGISNULL(4) ? false : PG_GETARG_BOOL(4),
 				PG_ARGISNULL(5) ? true : PG_GETARG_BOOL(5),
 				PG_ARGISNULL(6) ? TC_METHOD_AUTO :
-				parse_method(text_to_cstring(PG_GETARG_TEXT_PP(6))));
-	check_method_metric(&params);
+				tc_parse_method(text_to_cstring(PG_GETARG_TEXT_PP(6))));
+	tc_check_method_metric(&params);
 
-	mcxt = join_context();
+	mcxt = tc_join_context();
 	t0 = tc_now();
 	tc_prewarm_for(PG_GETARG_OID(0), &params);
 	tc_load(PG_GETARG_OID(0), NameStr(*PG_GETARG_NAME(1)),
@@ -216,20 +216,20 @@ tc_join(PG_FUNCTION_ARGS)
 			PG_RETURN_NULL();
 
 	eps = PG_GETARG_FLOAT8(4);
-	metric = metric_arg(fcinfo, 9);
-	check_eps(eps, metric);
+	metric = tc_metric_arg(fcinfo, 9);
+	tc_check_eps(eps, metric);
 	if (tc_device_setting == TC_DEVICE_GPU)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("tc_join runs on the CPU only, and tcjoin.device is \"gpu\""),
 				 errhint("Set tcjoin.device to \"auto\" or \"cpu\".")));
-	join_params(&params, eps, metric, false,
+	tc_join_params(&params, eps, metric, false,
 				PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7),
 				PG_ARGISNULL(8) ? TC_METHOD_AUTO :
-				parse_method(text_to_cstring(PG_GETARG_TEXT_PP(8))));
-	check_method_metric(&params);
+				tc_parse_method(text_to_cstring(PG_GETARG_TEXT_PP(8))));
+	tc_check_method_metric(&params);
 
-	mcxt = join_context();
+	mcxt = tc_join_context();
 	t0 = tc_now();
 	tc_load(PG_GETARG_OID(0), NameStr(*PG_GETARG_NAME(1)),
 			PG_ARGISNULL(5) ? NULL : NameStr(*PG_GETARG_NAME(5)), mcxt, &a);

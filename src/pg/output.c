@@ -141,13 +141,12 @@ poll_interrupts(void *arg)
 }
 
 void
-tc_run_join(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
-			Tuplestorestate *store, TupleDesc desc,
-			MemoryContext mcxt, TcRunStats *stats)
+tc_run_join_sink(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
+				 int (*emit) (void *arg, const TcPair *pairs, size_t count), void *arg,
+				 MemoryContext mcxt, TcJoinStats *stats)
 {
 	JoinGuard  *guard = MemoryContextAllocZero(mcxt, sizeof(JoinGuard));
 	MemoryContextCallback *cb = MemoryContextAllocZero(mcxt, sizeof(MemoryContextCallback));
-	OutputState st;
 	TcSink		sink;
 	TcError		err;
 	TcStatus	status;
@@ -159,6 +158,35 @@ tc_run_join(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
 	guard->join = tc_join_create(&a->points, b ? &b->points : NULL, params, &err);
 	if (guard->join == NULL)
 		report_error(&err);
+	sink.emit = emit;
+	sink.poll = poll_interrupts;
+	sink.arg = arg;
+
+	status = tc_join_run(guard->join, &sink, &err);
+	/* a zero vector under cosine: its row named by id */
+	if (status == TC_ERR_INVALID && err.point >= 0)
+	{
+		const TcLoaded *l = err.point_set == 0 || b == NULL ? a : b;
+
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("zero vector has no cosine distance"),
+				 errdetail("Row with id %lld of relation \"%s\" is a zero vector, or so small that its squared norm is 0 in float8.",
+						   (long long) l->ids[err.point], l->relname)));
+	}
+	/* TC_STOPPED: the sink asked to stop (its caller says why) */
+	if (status != TC_OK && status != TC_STOPPED)
+		report_error(&err);
+	tc_join_get_stats(guard->join, stats);
+	release_join(guard);
+}
+
+void
+tc_run_join(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
+			Tuplestorestate *store, TupleDesc desc,
+			MemoryContext mcxt, TcRunStats *stats)
+{
+	OutputState st;
 
 	st.store = store;
 	st.ids_a = a->ids;
@@ -184,27 +212,8 @@ tc_run_join(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
 		ExecStoreMinimalTuple(tmpl, st.slot, false);
 		MemoryContextSwitchTo(old);
 	}
-	sink.emit = emit_pairs;
-	sink.poll = poll_interrupts;
-	sink.arg = &st;
-
-	status = tc_join_run(guard->join, &sink, &err);
-	/* a zero vector under cosine: its row named by id */
-	if (status == TC_ERR_INVALID && err.point >= 0)
-	{
-		const TcLoaded *l = err.point_set == 0 || b == NULL ? a : b;
-
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("zero vector has no cosine distance"),
-				 errdetail("Row with id %lld of relation \"%s\" is a zero vector, or so small that its squared norm is 0 in float8.",
-						   (long long) l->ids[err.point], l->relname)));
-	}
-	/* TC_STOPPED cannot happen: the callbacks never ask to stop. */
-	if (status != TC_OK && status != TC_STOPPED)
-		report_error(&err);
-	tc_join_get_stats(guard->join, &stats->join);
+	/* the rows' callback never asks to stop */
+	tc_run_join_sink(a, b, params, emit_pairs, &st, mcxt, &stats->join);
 	stats->output_seconds = st.seconds;
-	release_join(guard);
 	ExecDropSingleTupleTableSlot(st.slot);
 }

@@ -29,4 +29,13 @@ extern void tc_run_join(const TcLoaded *a, const TcLoaded *b,
 						const TcJoinParams *params, Tuplestorestate *store,
 						TupleDesc desc, MemoryContext mcxt, TcRunStats *stats);
 
+/*
+ * The same join with its pairs to emit(arg, ...) (which may stop it by
+ * returning nonzero); the cancel, the errors and the engine's release as
+ * for tc_run_join.
+ */
+extern void tc_run_join_sink(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
+							 int (*emit) (void *arg, const TcPair *pairs, size_t count),
+							 void *arg, MemoryContext mcxt, TcJoinStats *stats);
+
 #endif							/* TCJOIN_OUTPUT_H */

@@ -6,6 +6,8 @@
 #ifndef TCJOIN_TCJOIN_H
 #define TCJOIN_TCJOIN_H
 
+#include "fmgr.h"
+
 #include "engine.h"
 #include "output.h"
 
@@ -31,6 +33,18 @@ extern void tc_record_stats(int64 n, int d, double eps, const TcRunStats *rs,
  * likely run on the GPU (prewarm.c).
  */
 extern void tc_prewarm_for(Oid relid, const TcJoinParams *params);
+
+/* The arguments every join function takes (functions.c). */
+extern TcMethod tc_parse_method(const char *name);
+/* The metric at argument argno (absent or NULL: Euclidean). */
+extern TcMetric tc_metric_arg(FunctionCallInfo fcinfo, int argno);
+extern void tc_check_eps(double eps, TcMetric metric);
+/* A join's parameters from its arguments and the session's settings. */
+extern void tc_join_params(TcJoinParams *params, double eps, TcMetric metric, bool include_self,
+						   bool exact, TcMethod method);
+extern void tc_check_method_metric(const TcJoinParams *params);
+/* A join's own memory context: everything it allocates hangs off it. */
+extern MemoryContext tc_join_context(void);
 
 /* The same for this backend as a whole (tcjoin.gpu_prewarm); not in the postmaster. */
 extern void tc_prewarm_backend(void);

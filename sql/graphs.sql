@@ -1,0 +1,121 @@
+--
+-- graphs: tc_count, tc_degrees, tc_neighbors, tc_components and tc_dbscan
+-- against plain SQL over the contract's distance (float8, index order),
+-- on fresh random points with duplicates, ids that are not consecutive,
+-- eps on a pair's own distance; then the edge cases (every row noise, one
+-- cluster, min_points 1) and the errors.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tcjoin;
+DROP SCHEMA IF EXISTS graphs CASCADE;
+CREATE SCHEMA graphs;
+SET search_path = graphs, public;
+RESET client_min_messages;
+SELECT setseed(0.77);
+CREATE TABLE g (id bigint PRIMARY KEY, v real[]);
+-- clusters of points, scattered noise, and exact duplicates; ids 7 i mod 1009
+INSERT INTO g
+  SELECT (i * 7) % 1009, ARRAY[(i % 12) / 3.0 + random() * 0.3, (i % 12) % 3 + random() * 0.3]::real[]
+    FROM generate_series(1, 240) i;
+INSERT INTO g SELECT (i * 7) % 1009, ARRAY[random() * 5, random() * 5]::real[] FROM generate_series(241, 280) i;
+INSERT INTO g SELECT (i * 7) % 1009, (SELECT v FROM g WHERE id = 7 * (i - 280)) FROM generate_series(281, 290) i;
+CREATE FUNCTION ref_dist(a real[], b real[]) RETURNS float8 LANGUAGE sql IMMUTABLE AS $$
+  SELECT sqrt(sum((x::float8 - y::float8) * (x::float8 - y::float8) ORDER BY i))
+    FROM unnest(a, b) WITH ORDINALITY AS u(x, y, i)
+$$;
+CREATE TABLE allpairs AS
+  SELECT a.id AS a, b.id AS b, ref_dist(a.v, b.v) AS dist FROM g a JOIN g b ON a.id < b.id;
+-- eps: the 600th smallest distance, so that a pair lies on it
+CREATE TABLE eps AS SELECT (SELECT dist FROM allpairs ORDER BY dist OFFSET 600 LIMIT 1) AS eps;
+-- both directions of every pair within eps
+CREATE VIEW edges AS
+  SELECT a, b, dist FROM allpairs, eps WHERE dist <= eps.eps
+  UNION ALL SELECT b, a, dist FROM allpairs, eps WHERE dist <= eps.eps;
+-- tc_count: the pairs, as plain SQL and tc_selfjoin count them
+SELECT tc_count('g', 'v', eps) = (SELECT count(*) FROM allpairs a WHERE a.dist <= eps.eps) AS sql,
+       tc_count('g', 'v', eps) = (SELECT count(*) FROM tc_selfjoin('g', 'v', eps)) AS selfjoin,
+       tc_count('g', 'v', eps) > 600 AS pairs
+  FROM eps;
+-- the next float8 below eps leaves the pair on it out
+SELECT tc_count('g', 'v', eps * (1 - 2::float8 ^ -53)) = (SELECT count(*) FROM allpairs a WHERE a.dist < eps.eps) AS below
+  FROM eps;
+-- tc_degrees: every row, 0 included
+CREATE TABLE ref_deg AS
+  SELECT g.id, count(e.b) AS degree FROM g LEFT JOIN edges e ON e.a = g.id GROUP BY g.id;
+SELECT (SELECT count(*) FROM ref_deg WHERE degree = 0) > 0 AS some_isolated,
+       (SELECT count(*) FROM (SELECT * FROM tc_degrees('g', 'v', (SELECT eps FROM eps)) EXCEPT SELECT * FROM ref_deg) x) AS extra,
+       (SELECT count(*) FROM (SELECT * FROM ref_deg EXCEPT SELECT * FROM tc_degrees('g', 'v', (SELECT eps FROM eps))) x) AS missing;
+-- tc_neighbors: nearest first, ties by the smaller id; all, and the 3 nearest
+CREATE TABLE ref_nb AS
+  SELECT g.id, coalesce(array_agg(e.b ORDER BY e.dist, e.b) FILTER (WHERE e.b IS NOT NULL), '{}') AS ids,
+         coalesce(array_agg(e.dist ORDER BY e.dist, e.b) FILTER (WHERE e.b IS NOT NULL), '{}') AS dists
+    FROM g LEFT JOIN edges e ON e.a = g.id GROUP BY g.id;
+SELECT (SELECT count(*) FROM (SELECT * FROM tc_neighbors('g', 'v', (SELECT eps FROM eps))
+                              EXCEPT SELECT * FROM ref_nb) x) AS extra,
+       (SELECT count(*) FROM (SELECT * FROM ref_nb
+                              EXCEPT SELECT * FROM tc_neighbors('g', 'v', (SELECT eps FROM eps))) x) AS missing,
+       (SELECT count(*) FROM (SELECT * FROM tc_neighbors('g', 'v', (SELECT eps FROM eps), k => 3)
+                              EXCEPT SELECT id, ids[1:3], dists[1:3] FROM ref_nb) x) AS extra_k3,
+       (SELECT count(*) FROM (SELECT id, ids[1:3], dists[1:3] FROM ref_nb
+                              EXCEPT SELECT * FROM tc_neighbors('g', 'v', (SELECT eps FROM eps), k => 3)) x) AS missing_k3;
+-- tc_components: labels spread along the edges until each row has its component's smallest id
+CREATE TABLE ref_comp AS
+  WITH RECURSIVE lab(id, comp) AS (
+    SELECT id, id FROM g
+    UNION
+    SELECT e.b, l.comp FROM lab l JOIN edges e ON e.a = l.id)
+  SELECT id, min(comp) AS component FROM lab GROUP BY id;
+SELECT (SELECT count(DISTINCT component) FROM ref_comp) > 1 AS several,
+       (SELECT count(*) FROM (SELECT * FROM tc_components('g', 'v', (SELECT eps FROM eps)) EXCEPT SELECT * FROM ref_comp) x) AS extra,
+       (SELECT count(*) FROM (SELECT * FROM ref_comp EXCEPT SELECT * FROM tc_components('g', 'v', (SELECT eps FROM eps))) x) AS missing;
+-- tc_dbscan against DBSCAN written out: cores (degree + 1 >= min_points),
+-- clusters the components of the cores' edges, a border row with its
+-- nearest core (ties: the smaller id), clusters numbered by smallest member
+CREATE FUNCTION ref_dbscan(min_points int) RETURNS TABLE (id bigint, cluster int, is_core boolean)
+LANGUAGE sql AS $$
+  WITH RECURSIVE core AS (SELECT id FROM ref_deg WHERE degree + 1 >= min_points),
+  ce AS (SELECT e.a, e.b FROM edges e JOIN core c1 ON c1.id = e.a JOIN core c2 ON c2.id = e.b),
+  lab(id, comp) AS (SELECT id, id FROM core UNION SELECT ce.b, l.comp FROM lab l JOIN ce ON ce.a = l.id),
+  croot AS (SELECT id, min(comp) AS root FROM lab GROUP BY id),
+  border AS (SELECT DISTINCT ON (e.a) e.a AS id, r.root FROM edges e JOIN croot r ON r.id = e.b
+              WHERE e.a NOT IN (SELECT id FROM core) ORDER BY e.a, e.dist, e.b),
+  member AS (SELECT id, root FROM croot UNION ALL SELECT id, root FROM border),
+  num AS (SELECT root, (dense_rank() OVER (ORDER BY min(id)) - 1)::int AS cluster FROM member GROUP BY root)
+  SELECT g.id, num.cluster, g.id IN (SELECT id FROM core)
+    FROM g LEFT JOIN member m ON m.id = g.id LEFT JOIN num ON num.root = m.root
+$$;
+SELECT mp,
+       (SELECT count(DISTINCT cluster) FROM ref_dbscan(mp)) AS clusters,
+       (SELECT count(*) FROM ref_dbscan(mp) WHERE cluster IS NULL) AS noise,
+       (SELECT count(*) FROM (SELECT * FROM tc_dbscan('g', 'v', (SELECT eps FROM eps), mp)
+                              EXCEPT SELECT * FROM ref_dbscan(mp)) x) AS extra,
+       (SELECT count(*) FROM (SELECT * FROM ref_dbscan(mp)
+                              EXCEPT SELECT * FROM tc_dbscan('g', 'v', (SELECT eps FROM eps), mp)) x) AS missing
+  FROM unnest(ARRAY[1, 3, 5, 8]) mp ORDER BY mp;
+-- every row noise; one cluster of all rows
+SELECT count(*) AS rows, count(cluster) AS clustered, bool_or(is_core) AS any_core
+  FROM tc_dbscan('g', 'v', 1e-9, 3);
+SELECT count(*) AS rows, count(DISTINCT cluster) AS clusters, min(cluster) AS cluster, bool_and(is_core) AS all_core
+  FROM tc_dbscan('g', 'v', 10, 5);
+SELECT count(DISTINCT component) AS components FROM tc_components('g', 'v', 10);
+-- duplicates: at distance 0, each other's nearest
+SELECT bool_and(dists[1] = 0) AS duplicates_nearest
+  FROM tc_neighbors('g', 'v', 0, 1) WHERE id IN (SELECT (i * 7) % 1009 FROM generate_series(281, 290) i);
+-- another metric and method, and an id column named
+SELECT tc_count('g', 'v', 0.01, metric => 'cosine') = (SELECT count(*) FROM tc_selfjoin('g', 'v', 0.01, metric => 'cosine')) AS cosine,
+       tc_count('g', 'v', 0.2, method => 'brute') = (SELECT count(*) FROM tc_selfjoin('g', 'v', 0.2)) AS brute;
+CREATE TABLE nokey AS SELECT id AS pid, v FROM g;
+SELECT (SELECT array_agg(degree ORDER BY id) FROM tc_degrees('nokey', 'v', 0.2, id_column => 'pid')) =
+       (SELECT array_agg(degree ORDER BY id) FROM tc_degrees('g', 'v', 0.2)) AS id_column;
+-- NULL arguments: no rows (tc_count: NULL)
+SELECT tc_count('g', 'v', NULL) IS NULL AS null_eps,
+       (SELECT count(*) FROM tc_dbscan('g', 'v', 0.1, NULL)) AS null_min_points,
+       (SELECT count(*) FROM tc_degrees(NULL, 'v', 0.1)) AS null_relation;
+-- errors
+SELECT * FROM tc_neighbors('g', 'v', 0.1, k => 0);
+SELECT * FROM tc_dbscan('g', 'v', 0.1, 0);
+SELECT tc_count('g', 'v', -1);
+SELECT * FROM tc_degrees('g', 'v', 0.1, method => 'grid', metric => 'inner_product');
+SELECT * FROM tc_components('g', 'nope', 0.1);
+SET client_min_messages = warning;
+DROP SCHEMA graphs CASCADE;

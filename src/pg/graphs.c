@@ -1,0 +1,329 @@
+/*
+ * graphs.c
+ *		The SQL entry points whose answers are not pair lists: tc_count,
+ *		tc_degrees, tc_neighbors, tc_components and tc_dbscan.
+ *
+ * Each takes tc_selfjoin's checks and arguments (id_column, exact, method,
+ * metric), loads the column once, runs the self-join into a graph
+ * (src/engine/graph.h: per point state, never per pair) and returns one
+ * row a point, or one number.  tc_dbscan runs the join twice: degrees
+ * first, which fix the core points, then the links.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "engine.h"
+#include "graph.h"
+#include "load.h"
+#include "output.h"
+#include "tcjoin.h"
+
+/*
+ * The graph, for the memory context's reset callback: kept in that
+ * context, as the call's own frame is gone when an error resets it.
+ */
+typedef struct GraphHolder
+{
+	TcGraph    *graph;
+} GraphHolder;
+
+/* One call: its arguments, points and graph. */
+typedef struct GraphCall
+{
+	int			opt;			/* the argument number of id_column */
+	TcJoinParams params;
+	MemoryContext mcxt;
+	TcLoaded	loaded;
+	TcGraph    *graph;
+	double		t0;
+	double		t_load;
+	TcRunStats	rs;
+} GraphCall;
+
+static void
+release_graph(void *arg)
+{
+	GraphHolder *holder = arg;
+
+	tc_graph_destroy(holder->graph);
+	holder->graph = NULL;
+}
+
+/*
+ * The common part: the arguments checked, the column loaded, a graph of
+ * the kind made (freed with the call's memory context, so an error or a
+ * cancel leaks nothing).  False where relation, column or eps is NULL: no
+ * rows (as a STRICT function would).
+ */
+static bool
+graph_begin(FunctionCallInfo fcinfo, GraphCall *gc, int opt, TcGraphKind kind, int k)
+{
+	MemoryContextCallback *cb;
+	GraphHolder *holder;
+	double		eps;
+	TcMetric	metric;
+	TcError		err;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		return false;
+	gc->opt = opt;
+	eps = PG_GETARG_FLOAT8(2);
+	metric = tc_metric_arg(fcinfo, opt + 3);
+	tc_check_eps(eps, metric);
+	tc_join_params(&gc->params, eps, metric, false,
+				   PG_ARGISNULL(opt + 1) ? true : PG_GETARG_BOOL(opt + 1),
+				   PG_ARGISNULL(opt + 2) ? TC_METHOD_AUTO :
+				   tc_parse_method(text_to_cstring(PG_GETARG_TEXT_PP(opt + 2))));
+	tc_check_method_metric(&gc->params);
+
+	gc->mcxt = tc_join_context();
+	gc->t0 = tc_now();
+	tc_prewarm_for(PG_GETARG_OID(0), &gc->params);
+	tc_load(PG_GETARG_OID(0), NameStr(*PG_GETARG_NAME(1)),
+			PG_ARGISNULL(opt) ? NULL : NameStr(*PG_GETARG_NAME(opt)), gc->mcxt, &gc->loaded);
+	gc->t_load = tc_now() - gc->t0;
+
+	gc->graph = tc_graph_create(kind, gc->loaded.points.n, gc->loaded.ids, k, &err);
+	if (gc->graph == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("tcjoin: %s", err.message)));
+	holder = MemoryContextAllocZero(gc->mcxt, sizeof(GraphHolder));
+	holder->graph = gc->graph;
+	cb = MemoryContextAllocZero(gc->mcxt, sizeof(MemoryContextCallback));
+	cb->func = release_graph;
+	cb->arg = holder;
+	MemoryContextRegisterResetCallback(gc->mcxt, cb);
+	return true;
+}
+
+/* One self-join of the loaded points into the graph. */
+static void
+graph_join(GraphCall *gc)
+{
+	memset(&gc->rs, 0, sizeof(gc->rs));
+	if (gc->loaded.points.n > 0)
+		tc_run_join_sink(&gc->loaded, NULL, &gc->params, tc_graph_emit, gc->graph, gc->mcxt,
+						 &gc->rs.join);
+	if (tc_graph_failed(gc->graph))
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("tcjoin: out of memory for the neighbour lists"),
+				 errhint("Pass k to keep each row's k nearest neighbours only.")));
+}
+
+/* The last join's record (tc_last_stats), then everything the call took, freed. */
+static void
+graph_end(GraphCall *gc)
+{
+	tc_record_stats(gc->loaded.points.n, gc->loaded.points.d, gc->params.eps, &gc->rs,
+					gc->t_load, tc_now() - gc->t0);
+	MemoryContextDelete(gc->mcxt);
+}
+
+PG_FUNCTION_INFO_V1(tc_count);
+
+/* The number of rows tc_selfjoin would return (include_self off). */
+Datum
+tc_count(PG_FUNCTION_ARGS)
+{
+	GraphCall	gc;
+	uint64_t	pairs;
+
+	if (!graph_begin(fcinfo, &gc, 3, TC_GRAPH_COUNT, 0))
+		PG_RETURN_NULL();
+	graph_join(&gc);
+	pairs = tc_graph_pairs(gc.graph);
+	graph_end(&gc);
+	PG_RETURN_INT64((int64) pairs);
+}
+
+/* One row of two int8 columns into the call's tuplestore. */
+static void
+put_two(ReturnSetInfo *rsinfo, int64 a, Datum b, bool b_null)
+{
+	Datum		values[2] = {Int64GetDatum(a), b};
+	bool		nulls[2] = {false, b_null};
+
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+PG_FUNCTION_INFO_V1(tc_degrees);
+
+/* Every row with its number of neighbours within eps, 0 included. */
+Datum
+tc_degrees(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GraphCall	gc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (!graph_begin(fcinfo, &gc, 3, TC_GRAPH_DEGREES, 0))
+		PG_RETURN_NULL();
+	graph_join(&gc);
+	for (int64 i = 0; i < gc.loaded.points.n; i++)
+	{
+		put_two(rsinfo, gc.loaded.ids[i], Int64GetDatum(tc_graph_degree(gc.graph, i)), false);
+		if ((i & 0xffff) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	graph_end(&gc);
+	PG_RETURN_NULL();
+}
+
+PG_FUNCTION_INFO_V1(tc_components);
+
+/* Every row with its connected component of the eps-graph, named by its smallest id. */
+Datum
+tc_components(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GraphCall	gc;
+	int64	   *comp;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (!graph_begin(fcinfo, &gc, 3, TC_GRAPH_COMPONENTS, 0))
+		PG_RETURN_NULL();
+	graph_join(&gc);
+	comp = MemoryContextAllocExtended(gc.mcxt, sizeof(int64) * (gc.loaded.points.n + 1),
+									  MCXT_ALLOC_HUGE);
+	tc_graph_components(gc.graph, comp);
+	if (tc_graph_failed(gc.graph))
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("tcjoin: out of memory naming the components")));
+	for (int64 i = 0; i < gc.loaded.points.n; i++)
+	{
+		put_two(rsinfo, gc.loaded.ids[i], Int64GetDatum(comp[i]), false);
+		if ((i & 0xffff) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	graph_end(&gc);
+	PG_RETURN_NULL();
+}
+
+PG_FUNCTION_INFO_V1(tc_neighbors);
+
+/*
+ * Every row with its neighbours within eps (the k nearest where k is
+ * given), nearest first, ties by the smaller id; empty arrays for none.
+ */
+Datum
+tc_neighbors(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GraphCall	gc;
+	int			k = 0;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (!PG_ARGISNULL(3))
+	{
+		k = PG_GETARG_INT32(3);
+		if (k < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("k must be at least 1"),
+					 errhint("Pass NULL (the default) for every neighbour within eps.")));
+	}
+	if (!graph_begin(fcinfo, &gc, 4, TC_GRAPH_NEIGHBORS, k))
+		PG_RETURN_NULL();
+	graph_join(&gc);
+	for (int64 i = 0; i < gc.loaded.points.n; i++)
+	{
+		const int64_t *ids;
+		const double *dist;
+		int			len;
+		Datum	   *di,
+				   *dd;
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		tc_graph_neighbors(gc.graph, i, &ids, &dist, &len);
+		if (tc_graph_failed(gc.graph))
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("tcjoin: out of memory for the neighbour lists")));
+		di = palloc(sizeof(Datum) * (len + 1));
+		dd = palloc(sizeof(Datum) * (len + 1));
+		for (int t = 0; t < len; t++)
+		{
+			di[t] = Int64GetDatum(ids[t]);
+			dd[t] = Float8GetDatum(dist[t]);
+		}
+		values[0] = Int64GetDatum(gc.loaded.ids[i]);
+		values[1] = PointerGetDatum(construct_array(di, len, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		values[2] = PointerGetDatum(construct_array(dd, len, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		pfree(DatumGetPointer(values[1]));
+		pfree(DatumGetPointer(values[2]));
+		pfree(di);
+		pfree(dd);
+		if ((i & 0xfff) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	graph_end(&gc);
+	PG_RETURN_NULL();
+}
+
+PG_FUNCTION_INFO_V1(tc_dbscan);
+
+/*
+ * DBSCAN on the exact eps-graph: each row's cluster (NULL: noise) and
+ * whether it is a core point (min_points counts the row itself).
+ */
+Datum
+tc_dbscan(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GraphCall	gc;
+	int32		min_points;
+	int32_t    *cluster;
+	bool	   *is_core;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (PG_ARGISNULL(3))
+		PG_RETURN_NULL();
+	min_points = PG_GETARG_INT32(3);
+	if (min_points < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("min_points must be at least 1"),
+				 errdetail("min_points counts the row itself: 1 makes every row a core point.")));
+	if (!graph_begin(fcinfo, &gc, 4, TC_GRAPH_DBSCAN, 0))
+		PG_RETURN_NULL();
+	/* first the degrees, which fix the core points; then the links */
+	graph_join(&gc);
+	tc_graph_dbscan_cores(gc.graph, min_points);
+	if (!tc_graph_failed(gc.graph))
+		graph_join(&gc);
+	cluster = MemoryContextAllocExtended(gc.mcxt, sizeof(int32_t) * (gc.loaded.points.n + 1),
+										 MCXT_ALLOC_HUGE);
+	is_core = MemoryContextAllocExtended(gc.mcxt, sizeof(bool) * (gc.loaded.points.n + 1),
+										 MCXT_ALLOC_HUGE);
+	if (!tc_graph_failed(gc.graph))
+		tc_graph_dbscan(gc.graph, cluster, is_core);
+	if (tc_graph_failed(gc.graph))
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("tcjoin: out of memory for DBSCAN's per-point state")));
+	for (int64 i = 0; i < gc.loaded.points.n; i++)
+	{
+		Datum		values[3] = {Int64GetDatum(gc.loaded.ids[i]), Int32GetDatum(cluster[i]),
+		BoolGetDatum(is_core[i])};
+		bool		nulls[3] = {false, cluster[i] < 0, false};
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		if ((i & 0xffff) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	graph_end(&gc);
+	PG_RETURN_NULL();
+}
