@@ -1,0 +1,350 @@
+/*
+ * test_graph.c
+ *		The graph answers (graph.h) against references computed here from
+ *		every pair's contract distance: counts, degrees, neighbour lists
+ *		(all and the k nearest, ties by id), connected components (by a
+ *		breadth-first search, not a union-find) and DBSCAN (cores, clusters
+ *		grown breadth-first, the nearest-core border rule, numbering by the
+ *		smallest member id).  Fresh random points with duplicates and ids
+ *		in a shuffled order, every method and several thread counts, eps on
+ *		a pair's own distance.
+ */
+#include "test_harness.h"
+#include "graph.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct RefGraph
+{
+	int64_t		n;
+	int64_t    *deg;
+	int64_t   **nb;				/* per point: neighbour indices, by (dist, id) */
+	double	  **nbd;
+	const int64_t *ids;
+} RefGraph;
+
+static const double *g_sort_dist;	/* qsort's view of a point's distances */
+static const int64_t *g_sort_ids;
+
+static int
+cmp_nb_ref(const void *x, const void *y)
+{
+	int64_t		a = *(const int64_t *) x,
+				b = *(const int64_t *) y;
+
+	if (g_sort_dist[a] != g_sort_dist[b])
+		return g_sort_dist[a] < g_sort_dist[b] ? -1 : 1;
+	return (g_sort_ids[a] > g_sort_ids[b]) - (g_sort_ids[a] < g_sort_ids[b]);
+}
+
+/* Every pair's distance, and each point's neighbours sorted, from the contract's sum. */
+static void
+ref_build(RefGraph *r, const TcPoints *p, const int64_t *ids, double eps)
+{
+	double	   *row = malloc(sizeof(double) * p->n);
+	int64_t    *tmp = malloc(sizeof(int64_t) * p->n);
+
+	r->n = p->n;
+	r->ids = ids;
+	r->deg = calloc(p->n, sizeof(int64_t));
+	r->nb = calloc(p->n, sizeof(int64_t *));
+	r->nbd = calloc(p->n, sizeof(double *));
+	for (int64_t i = 0; i < p->n; i++)
+	{
+		int64_t		m = 0;
+
+		for (int64_t j = 0; j < p->n; j++)
+		{
+			row[j] = j == i ? INFINITY : ref_dist(p, i, p, j);
+			if (row[j] <= eps)
+				tmp[m++] = j;
+		}
+		g_sort_dist = row;
+		g_sort_ids = ids;
+		qsort(tmp, m, sizeof(int64_t), cmp_nb_ref);
+		r->deg[i] = m;
+		r->nb[i] = malloc(sizeof(int64_t) * (m + 1));
+		r->nbd[i] = malloc(sizeof(double) * (m + 1));
+		for (int64_t t = 0; t < m; t++)
+		{
+			r->nb[i][t] = tmp[t];
+			r->nbd[i][t] = row[tmp[t]];
+		}
+	}
+	free(row);
+	free(tmp);
+}
+
+static void
+ref_free(RefGraph *r)
+{
+	for (int64_t i = 0; i < r->n; i++)
+	{
+		free(r->nb[i]);
+		free(r->nbd[i]);
+	}
+	free(r->nb);
+	free(r->nbd);
+	free(r->deg);
+}
+
+/*
+ * Breadth-first labels over the edges whose both ends pass keep (NULL:
+ * all): label[i] = a start index of its component, -1 where keep fails.
+ */
+static void
+ref_bfs(const RefGraph *r, const bool *keep, int64_t *label)
+{
+	int64_t    *queue = malloc(sizeof(int64_t) * (r->n + 1));
+
+	for (int64_t i = 0; i < r->n; i++)
+		label[i] = -1;
+	for (int64_t s = 0; s < r->n; s++)
+	{
+		int64_t		head = 0,
+					tail = 0;
+
+		if (label[s] >= 0 || (keep && !keep[s]))
+			continue;
+		label[s] = s;
+		queue[tail++] = s;
+		while (head < tail)
+		{
+			int64_t		u = queue[head++];
+
+			for (int64_t t = 0; t < r->deg[u]; t++)
+			{
+				int64_t		v = r->nb[u][t];
+
+				if (label[v] < 0 && (keep == NULL || keep[v]))
+				{
+					label[v] = s;
+					queue[tail++] = v;
+				}
+			}
+		}
+	}
+	free(queue);
+}
+
+/* One join of p into a graph of the kind. */
+static TcGraph *
+graph_of(const TcPoints *p, const int64_t *ids, const TcJoinParams *params, TcGraphKind kind,
+		 int k, int64_t min_points)
+{
+	TcError		err;
+	TcGraph    *g = tc_graph_create(kind, p->n, ids, k, &err);
+
+	for (int pass = 0; pass < (kind == TC_GRAPH_DBSCAN ? 2 : 1) && g; pass++)
+	{
+		TcJoin	   *j = tc_join_create(p, NULL, params, &err);
+		TcSink		sink = {tc_graph_emit, NULL, g};
+		TcStatus	st = j ? tc_join_run(j, &sink, &err) : err.status;
+
+		CHECK(st == TC_OK, "join failed: %s", err.message);
+		tc_join_destroy(j);
+		if (kind == TC_GRAPH_DBSCAN && pass == 0)
+			tc_graph_dbscan_cores(g, min_points);
+	}
+	return g;
+}
+
+static void
+check_neighbors(const RefGraph *r, const TcPoints *p, const int64_t *ids, const TcJoinParams *params,
+				int k)
+{
+	TcGraph    *g = graph_of(p, ids, params, TC_GRAPH_NEIGHBORS, k, 0);
+	int64_t		bad = 0;
+
+	for (int64_t i = 0; i < r->n && g; i++)
+	{
+		const int64_t *gi;
+		const double *gd;
+		int			len;
+		int64_t		want = k > 0 && r->deg[i] > k ? k : r->deg[i];
+
+		tc_graph_neighbors(g, i, &gi, &gd, &len);
+		if (len != want)
+			bad++;
+		else
+			for (int t = 0; t < len; t++)
+				if (gi[t] != ids[r->nb[i][t]] || memcmp(&gd[t], &r->nbd[i][t], sizeof(double)) != 0)
+				{
+					bad++;
+					break;
+				}
+		if (bad == 1 && (len != want))
+			check_fail("k=%d: point %lld has %d neighbours, want %lld", k, (long long) i, len,
+					   (long long) want);
+	}
+	CHECK(bad == 0, "k=%d: %lld points' neighbour lists differ", k, (long long) bad);
+	tc_graph_destroy(g);
+}
+
+static void
+check_components(const RefGraph *r, const TcPoints *p, const int64_t *ids, const TcJoinParams *params)
+{
+	TcGraph    *g = graph_of(p, ids, params, TC_GRAPH_COMPONENTS, 0, 0);
+	int64_t    *label = calloc(r->n + 1, sizeof(int64_t));
+	int64_t    *minid = calloc(r->n + 1, sizeof(int64_t));
+	int64_t    *got = calloc(r->n + 1, sizeof(int64_t));
+	int64_t		bad = 0;
+
+	ref_bfs(r, NULL, label);
+	for (int64_t i = 0; i < r->n; i++)
+		minid[i] = INT64_MAX;
+	for (int64_t i = 0; i < r->n; i++)
+		if (ids[i] < minid[label[i]])
+			minid[label[i]] = ids[i];
+	tc_graph_components(g, got);
+	for (int64_t i = 0; i < r->n; i++)
+		bad += got[i] != minid[label[i]];
+	CHECK(bad == 0, "%lld points in the wrong component", (long long) bad);
+	free(label);
+	free(minid);
+	free(got);
+	tc_graph_destroy(g);
+}
+
+/* DBSCAN by the definition: returns the clusters found, for the case's shape checks. */
+static int64_t
+check_dbscan(const RefGraph *r, const TcPoints *p, const int64_t *ids, const TcJoinParams *params,
+			 int64_t min_points)
+{
+	TcGraph    *g = graph_of(p, ids, params, TC_GRAPH_DBSCAN, 0, min_points);
+	bool	   *core = calloc(r->n + 1, sizeof(bool));
+	int64_t    *label = calloc(r->n + 1, sizeof(int64_t));
+	int64_t    *root = calloc(r->n + 1, sizeof(int64_t));
+	int64_t    *minid = calloc(r->n + 1, sizeof(int64_t));
+	int64_t    *rank = calloc(r->n + 1, sizeof(int64_t));
+	int32_t    *cl = calloc(r->n + 1, sizeof(int32_t));
+	bool	   *is_core = calloc(r->n + 1, sizeof(bool));
+	int64_t		bad = 0,
+				clusters = 0;
+
+	for (int64_t i = 0; i < r->n; i++)
+		core[i] = r->deg[i] + 1 >= min_points;
+	ref_bfs(r, core, label);
+	/* a border point: its first core neighbour in (dist, id) order */
+	for (int64_t i = 0; i < r->n; i++)
+	{
+		root[i] = core[i] ? label[i] : -1;
+		for (int64_t t = 0; !core[i] && t < r->deg[i]; t++)
+			if (core[r->nb[i][t]])
+			{
+				root[i] = label[r->nb[i][t]];
+				break;
+			}
+		minid[i] = INT64_MAX;
+	}
+	for (int64_t i = 0; i < r->n; i++)
+		if (root[i] >= 0 && ids[i] < minid[root[i]])
+			minid[root[i]] = ids[i];
+	/* a cluster's number: how many clusters have a smaller least id */
+	for (int64_t i = 0; i < r->n; i++)
+	{
+		rank[i] = -1;
+		if (minid[i] == INT64_MAX)
+			continue;
+		rank[i] = 0;
+		clusters++;
+		for (int64_t j = 0; j < r->n; j++)
+			rank[i] += minid[j] < minid[i];
+	}
+	tc_graph_dbscan(g, cl, is_core);
+	for (int64_t i = 0; i < r->n; i++)
+		bad += is_core[i] != core[i] || cl[i] != (root[i] >= 0 ? rank[root[i]] : -1);
+	CHECK(bad == 0, "min_points %lld: %lld points differ from DBSCAN's definition",
+		  (long long) min_points, (long long) bad);
+	free(core);
+	free(label);
+	free(root);
+	free(minid);
+	free(rank);
+	free(cl);
+	free(is_core);
+	tc_graph_destroy(g);
+	return clusters;
+}
+
+static void
+graph_case(int c, int d, int64_t n)
+{
+	Rng			r;
+	TcPoints	p;
+	int64_t    *ids = malloc(sizeof(int64_t) * n);
+	double	   *all = malloc(sizeof(double) * n * (n - 1) / 2);
+	RefGraph	ref;
+	TcJoinParams params = {0};
+	double		eps;
+	static const TcMethod methods[] = {TC_METHOD_AUTO, TC_METHOD_GRID, TC_METHOD_BRUTE};
+
+	rng_seed(&r, mix_seed(g_fresh_seed, 0x96a9000 + c));
+	points_generate(&p, c % 3 == 0 ? DIST_DUPLICATES : c % 3 == 1 ? DIST_CLUSTERED : DIST_LATTICE, n, d,
+					c % 2 ? TC_FLOAT4 : TC_FLOAT8, &r);
+	/* ids: a shuffle of 10 i + 3, so that ties by id differ from ties by index */
+	for (int64_t i = 0; i < n; i++)
+		ids[i] = 10 * i + 3;
+	for (int64_t i = n - 1; i > 0; i--)
+	{
+		int64_t		j = (int64_t) (rng_next(&r) % (uint64_t) (i + 1));
+		int64_t		t = ids[i];
+
+		ids[i] = ids[j];
+		ids[j] = t;
+	}
+	for (int64_t i = 0, t = 0; i < n; i++)
+		for (int64_t j = i + 1; j < n; j++)
+			all[t++] = ref_dist(&p, i, &p, j);
+	qsort(all, n * (n - 1) / 2, sizeof(double), cmp_double);
+	eps = all[(n * (n - 1) / 2) / 40];	/* a pair's own distance */
+	ref_build(&ref, &p, ids, eps);
+
+	params.eps = eps;
+	params.method = methods[c % 3];
+	params.device = TC_DEVICE_CPU;
+	params.exact = true;
+	params.threads = thread_choices[c % 4];
+	case_begin("graph %s d=%d n=%lld eps=%.17g method %d threads %d", dist_name(c % 3 == 0 ? DIST_DUPLICATES :
+																		 c % 3 == 1 ? DIST_CLUSTERED : DIST_LATTICE),
+			   d, (long long) n, eps, (int) params.method, params.threads);
+	{
+		TcGraph    *g = graph_of(&p, ids, &params, TC_GRAPH_DEGREES, 0, 0);
+		uint64_t	pairs = 0;
+		int64_t		bad = 0;
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			pairs += ref.deg[i];
+			bad += tc_graph_degree(g, i) != ref.deg[i];
+		}
+		CHECK(tc_graph_pairs(g) == pairs / 2, "%llu pairs, want %llu",
+			  (unsigned long long) tc_graph_pairs(g), (unsigned long long) pairs / 2);
+		CHECK(bad == 0, "%lld degrees differ", (long long) bad);
+		tc_graph_destroy(g);
+	}
+	check_neighbors(&ref, &p, ids, &params, 0);
+	check_neighbors(&ref, &p, ids, &params, 1);
+	check_neighbors(&ref, &p, ids, &params, 3);
+	check_components(&ref, &p, ids, &params);
+	for (int64_t mp = 1; mp <= 9; mp += 4)
+		check_dbscan(&ref, &p, ids, &params, mp);
+	/* every point noise: min_points past every degree */
+	CHECK(check_dbscan(&ref, &p, ids, &params, n + 1) == 0, "clusters with min_points past n");
+	case_end();
+	ref_free(&ref);
+	points_free(&p);
+	free(ids);
+	free(all);
+}
+
+void
+test_graph(void)
+{
+	static const int dims[] = {1, 2, 3, 8, 33};
+
+	for (int c = 0; c < (g_quick ? 10 : 30); c++)
+		graph_case(c, dims[c % 5], 60 + 37 * (c % 7));
+}
