@@ -263,11 +263,9 @@ tc_graph_neighbors(TcGraph *g, int64_t i, const int64_t **ids, const double **di
 {
 	NbList	   *l = &g->lists[i];
 
-	if (!l->sorted)
-	{
+	if (!l->sorted && l->len > 1)
 		qsort(l->e, (size_t) l->len, sizeof(NbEntry), cmp_nb);
-		l->sorted = true;
-	}
+	l->sorted = true;
 	if (l->len > g->out_cap)
 	{
 		int64_t    *oi = realloc(g->out_ids, sizeof(int64_t) * (size_t) l->len);
