@@ -5,8 +5,9 @@ set -euo pipefail
 
 # postgresql-15 is the server (contrib is part of it on Debian);
 # postgresql-server-dev-15 brings pg_config, PGXS and the server headers;
-# python3 and matplotlib run the benchmark suite's own test and its plots.
-PKGS=(postgresql-15 postgresql-server-dev-15 build-essential python3 python3-matplotlib)
+# python3 and matplotlib run the benchmark suite's own test and its plots;
+# python3-sklearn is the DBSCAN reference of test/suites/dbscan_sklearn.sh.
+PKGS=(postgresql-15 postgresql-server-dev-15 build-essential python3 python3-matplotlib python3-sklearn)
 
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then
