@@ -38,6 +38,28 @@ extern void report(int ok, const char *fmt,...) __attribute__((format(printf, 2,
 /* The same pairs with the same dists, bit for bit (both may be sorted). */
 extern bool same_pairs(Collect *c1, Collect *c2);
 
+/* gpu_vs_cpu.c: the matrix's data (kinds: uniform, expo, gauss, fp16edge, far, dups, ...) */
+extern float *make_points(const char *kind, int64_t n, int d);
+/* eps with about k neighbours a point, from a sample of the first n points */
+extern double eps_for(const float *x, int64_t n, int d, double k);
+/* Gaussian clusters of about 128 points */
+extern float *make_clusters(int64_t n, int d);
+/* One case on the CPU, then on the GPU with tensor cores off and on: the same pairs. */
+extern void compare_case(const char *kind, int64_t n, int d, double eps, bool include_self,
+						 TcMethod method, const void *data, TcElemType type);
+/* --override: the developer overrides every join of this run takes */
+extern TcOverrides g_overrides;
+
+/* gpu_vs_cpu_modes.c: the GPU's failure modes and its paths forced */
+extern void clustered_cases(void);
+extern void failure_modes(void);
+extern void streamed_cases(void);
+extern void cluster_choice(void);
+extern void limit_too_small(void);
+extern void result_buffer_halved(void);
+extern void auto_cases(void);
+extern void small_buffer(bool with_grid);
+
 /* gpu_vs_cpu_dot.c */
 extern void dot_matrix(bool quick, double seconds, double start);
 extern void dot_fixed_cases(bool quick);
