@@ -3,11 +3,31 @@
  *		Answers that are not pair lists (graph.h): counts, degrees,
  *		neighbour lists, connected components and DBSCAN, from a self-join's
  *		pairs, with per point state only.
+ *
+ * Large batches are shared by a pool of threads (started with every
+ * signal blocked, as the engine's workers are): degrees by atomic
+ * increments, the components by a lock-free union-find that links the
+ * root of larger index under the smaller by compare-and-swap (two links
+ * can then never close a cycle), a border point's nearest core under a
+ * one-byte lock of its own.  Batches on the caller's thread alone take
+ * plain increments and links by rank.
+ * The caller's thread waits for the pool before emit returns, so nothing
+ * runs while the caller polls or leaves.
  */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph.h"
+
+/*
+ * A batch of at least this many pairs is split over the graph's threads
+ * (degrees, components and DBSCAN; neighbour lists stay on the caller's
+ * thread): the GPU hands over millions of pairs at a time.
+ */
+#define TC_GRAPH_SPLIT_PAIRS 65536
 
 /* A neighbour: its dist and id (ties go by id, and the id is what is returned). */
 typedef struct NbEntry
@@ -33,21 +53,37 @@ struct TcGraph
 	uint64_t	pairs;
 	bool		failed;			/* out of memory growing a list */
 
-	int64_t    *deg;			/* degrees, DBSCAN */
+	_Atomic int64_t *deg;		/* degrees, DBSCAN */
 	NbList	   *lists;			/* neighbours */
-	int64_t    *parent;			/* components, DBSCAN: union-find */
-	uint8_t    *rank;
+	_Atomic int64_t *parent;	/* components, DBSCAN: union-find */
+	uint8_t    *rank;			/* its ranks, for links on the caller's thread alone */
 
 	/* DBSCAN, once the cores are known */
 	bool		linking;
 	bool	   *core;
 	int64_t    *best;			/* a border point's nearest core neighbour (-1: none) */
 	double	   *best_dist;
+	_Atomic unsigned char *lock;	/* per point, over best and best_dist */
 
 	/* tc_graph_neighbors' answer */
 	int64_t    *out_ids;
 	double	   *out_dist;
 	int			out_cap;
+
+	/* the pool: nthreads - 1 helpers and the caller */
+	int			nthreads;
+	int			started;
+	pthread_t  *threads;
+	pthread_mutex_t mu;
+	pthread_cond_t work_cv;
+	pthread_cond_t done_cv;
+	const TcPair *batch;
+	size_t		batch_count;
+	uint64_t	generation;
+	int			running;
+	int			next_id;		/* the helpers' shares: 1 ... started */
+	bool		quit;
+	size_t		split;			/* batches from this many pairs go to the pool */
 };
 
 static void *
@@ -56,8 +92,40 @@ alloc_n(int64_t n, size_t size)
 	return calloc((size_t) (n > 0 ? n : 1), size);
 }
 
+static void *pool_main(void *arg);
+
+/* The pool's helpers, with every signal blocked; fewer where some do not start. */
+static void
+pool_start(TcGraph *g, int threads)
+{
+	sigset_t	all,
+				old;
+
+	g->split = TC_GRAPH_SPLIT_PAIRS;
+	g->nthreads = 1;
+	if (threads < 2 || (g->kind != TC_GRAPH_DEGREES && g->kind != TC_GRAPH_COMPONENTS &&
+						g->kind != TC_GRAPH_DBSCAN))
+		return;
+	g->threads = calloc((size_t) threads, sizeof(pthread_t));
+	if (g->threads == NULL)
+		return;
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->work_cv, NULL);
+	pthread_cond_init(&g->done_cv, NULL);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int t = 0; t < threads - 1; t++)
+	{
+		if (pthread_create(&g->threads[t], NULL, pool_main, g) != 0)
+			break;
+		g->started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	g->nthreads = g->started + 1;
+}
+
 TcGraph *
-tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k, TcError *err)
+tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int threads, TcError *err)
 {
 	TcGraph    *g = calloc(1, sizeof(TcGraph));
 	bool		ok = g != NULL;
@@ -77,8 +145,10 @@ tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k, TcError 
 			ok &= (g->parent = alloc_n(n, sizeof(int64_t))) != NULL;
 			ok &= (g->rank = alloc_n(n, sizeof(uint8_t))) != NULL;
 			for (int64_t i = 0; ok && i < n; i++)
-				g->parent[i] = i;
+				atomic_init(&g->parent[i], i);
 		}
+		if (ok)
+			pool_start(g, threads);
 	}
 	if (!ok)
 	{
@@ -94,10 +164,29 @@ tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k, TcError 
 }
 
 void
+tc_graph_set_split(TcGraph *g, size_t pairs)
+{
+	g->split = pairs > 0 ? pairs : 1;
+}
+
+void
 tc_graph_destroy(TcGraph *g)
 {
 	if (g == NULL)
 		return;
+	if (g->started > 0)
+	{
+		pthread_mutex_lock(&g->mu);
+		g->quit = true;
+		pthread_cond_broadcast(&g->work_cv);
+		pthread_mutex_unlock(&g->mu);
+		for (int t = 0; t < g->started; t++)
+			pthread_join(g->threads[t], NULL);
+		pthread_mutex_destroy(&g->mu);
+		pthread_cond_destroy(&g->work_cv);
+		pthread_cond_destroy(&g->done_cv);
+	}
+	free(g->threads);
 	if (g->lists)
 		for (int64_t i = 0; i < g->n; i++)
 			free(g->lists[i].e);
@@ -108,6 +197,7 @@ tc_graph_destroy(TcGraph *g)
 	free(g->core);
 	free(g->best);
 	free(g->best_dist);
+	free(g->lock);
 	free(g->out_ids);
 	free(g->out_dist);
 	free(g);
@@ -128,40 +218,75 @@ tc_graph_pairs(const TcGraph *g)
 int64_t
 tc_graph_degree(const TcGraph *g, int64_t i)
 {
-	return g->deg ? g->deg[i] : 0;
+	return g->deg ? atomic_load_explicit(&g->deg[i], memory_order_relaxed) : 0;
 }
 
 /* ---------- union-find ---------- */
 
 static int64_t
-find(int64_t *parent, int64_t x)
+find(_Atomic int64_t *parent, int64_t x)
 {
-	while (parent[x] != x)
+	for (;;)
 	{
-		parent[x] = parent[parent[x]];	/* path halving */
-		x = parent[x];
+		int64_t		p = atomic_load_explicit(&parent[x], memory_order_relaxed);
+		int64_t		gp;
+
+		if (p == x)
+			return x;
+		gp = atomic_load_explicit(&parent[p], memory_order_relaxed);
+		/* path halving; a lost race only leaves the path longer */
+		if (gp != p)
+			atomic_compare_exchange_weak_explicit(&parent[x], &p, gp, memory_order_relaxed,
+												  memory_order_relaxed);
+		x = gp;
 	}
-	return x;
 }
 
+/*
+ * The root of larger index goes under the smaller: by CAS where the pool
+ * shares the batch (conc), retried where another link came first; by a
+ * plain store on the caller's thread alone.
+ */
 static void
-unite(TcGraph *g, int64_t a, int64_t b)
+unite(TcGraph *g, int64_t a, int64_t b, bool conc)
 {
-	int64_t		ra = find(g->parent, a);
-	int64_t		rb = find(g->parent, b);
-
-	if (ra == rb)
-		return;
-	if (g->rank[ra] < g->rank[rb])
+	for (;;)
 	{
-		int64_t		t = ra;
+		int64_t		ra = find(g->parent, a);
+		int64_t		rb = find(g->parent, b);
+		int64_t		expect;
 
-		ra = rb;
-		rb = t;
+		if (ra == rb)
+			return;
+		if (ra > rb)
+		{
+			int64_t		t = ra;
+
+			ra = rb;
+			rb = t;
+		}
+		if (!conc)
+		{
+			/* by rank: shallower trees; a later CAS link still never closes a cycle */
+			if (g->rank[ra] < g->rank[rb])
+			{
+				int64_t		t = ra;
+
+				ra = rb;
+				rb = t;
+			}
+			atomic_store_explicit(&g->parent[rb], ra, memory_order_relaxed);
+			if (g->rank[ra] == g->rank[rb])
+				g->rank[ra]++;
+			return;
+		}
+		expect = rb;
+		if (atomic_compare_exchange_strong_explicit(&g->parent[rb], &expect, ra,
+													memory_order_relaxed, memory_order_relaxed))
+			return;
+		a = ra;
+		b = rb;
 	}
-	g->parent[rb] = ra;
-	if (g->rank[ra] == g->rank[rb])
-		g->rank[ra]++;
 }
 
 /* ---------- neighbour lists ---------- */
@@ -298,22 +423,134 @@ tc_graph_neighbors(TcGraph *g, int64_t i, const int64_t **ids, const double **di
 
 /* DBSCAN's second join: cores linked; a border point remembers its nearest core. */
 static void
-dbscan_link(TcGraph *g, int64_t a, int64_t b, double dist)
+dbscan_link(TcGraph *g, int64_t a, int64_t b, double dist, bool conc)
 {
 	if (g->core[a] && g->core[b])
-		unite(g, a, b);
+		unite(g, a, b, conc);
 	else if (g->core[a] || g->core[b])
 	{
 		int64_t		c = g->core[a] ? a : b;
 		int64_t		p = g->core[a] ? b : a;
 
+		while (conc && atomic_exchange_explicit(&g->lock[p], 1, memory_order_acquire))
+			;
 		if (g->best[p] < 0 || dist < g->best_dist[p] ||
 			(dist == g->best_dist[p] && g->ids[c] < g->ids[g->best[p]]))
 		{
 			g->best[p] = c;
 			g->best_dist[p] = dist;
 		}
+		if (conc)
+			atomic_store_explicit(&g->lock[p], 0, memory_order_release);
 	}
+}
+
+/* Atomic increments where the pool shares the batch, plain ones (relaxed load and store) alone. */
+static void
+count_degrees(TcGraph *g, const TcPair *pairs, size_t lo, size_t hi, bool conc)
+{
+	if (conc)
+		for (size_t p = lo; p < hi; p++)
+		{
+			atomic_fetch_add_explicit(&g->deg[pairs[p].a], 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&g->deg[pairs[p].b], 1, memory_order_relaxed);
+		}
+	else
+		for (size_t p = lo; p < hi; p++)
+		{
+			_Atomic int64_t *x = &g->deg[pairs[p].a],
+					   *y = &g->deg[pairs[p].b];
+
+			atomic_store_explicit(x, atomic_load_explicit(x, memory_order_relaxed) + 1, memory_order_relaxed);
+			atomic_store_explicit(y, atomic_load_explicit(y, memory_order_relaxed) + 1, memory_order_relaxed);
+		}
+}
+
+/* Pairs [lo, hi) of a batch: the per-pair work of the kinds the pool shares. */
+static void
+apply(TcGraph *g, const TcPair *pairs, size_t lo, size_t hi, bool conc)
+{
+	switch (g->kind)
+	{
+		case TC_GRAPH_COMPONENTS:
+			for (size_t p = lo; p < hi; p++)
+				unite(g, pairs[p].a, pairs[p].b, conc);
+			break;
+		case TC_GRAPH_DBSCAN:
+			/* the first join counts degrees, the second links */
+			if (!g->linking)
+				count_degrees(g, pairs, lo, hi, conc);
+			else
+				for (size_t p = lo; p < hi; p++)
+					dbscan_link(g, pairs[p].a, pairs[p].b, pairs[p].dist, conc);
+			break;
+		case TC_GRAPH_DEGREES:
+			count_degrees(g, pairs, lo, hi, conc);
+			break;
+		default:
+			break;
+	}
+}
+
+/* Thread t of nthreads: its share of the batch. */
+static void
+apply_share(TcGraph *g, const TcPair *pairs, size_t count, int t)
+{
+	size_t		per = (count + (size_t) g->nthreads - 1) / (size_t) g->nthreads;
+	size_t		lo = per * (size_t) t;
+	size_t		hi = lo + per < count ? lo + per : count;
+
+	if (lo < hi)
+		apply(g, pairs, lo, hi, true);
+}
+
+static void *
+pool_main(void *arg)
+{
+	TcGraph    *g = arg;
+	uint64_t	seen = 0;
+	int			me;
+
+	pthread_mutex_lock(&g->mu);
+	me = ++g->next_id;			/* share 0 is the caller's */
+	for (;;)
+	{
+		const TcPair *pairs;
+		size_t		count;
+
+		while (!g->quit && g->generation == seen)
+			pthread_cond_wait(&g->work_cv, &g->mu);
+		if (g->quit)
+			break;
+		seen = g->generation;
+		pairs = g->batch;
+		count = g->batch_count;
+		pthread_mutex_unlock(&g->mu);
+		apply_share(g, pairs, count, me);
+		pthread_mutex_lock(&g->mu);
+		if (--g->running == 0)
+			pthread_cond_signal(&g->done_cv);
+	}
+	pthread_mutex_unlock(&g->mu);
+	return NULL;
+}
+
+/* A batch over the pool and the caller's thread, back when every share is done. */
+static void
+apply_pool(TcGraph *g, const TcPair *pairs, size_t count)
+{
+	pthread_mutex_lock(&g->mu);
+	g->batch = pairs;
+	g->batch_count = count;
+	g->running = g->started;
+	g->generation++;
+	pthread_cond_broadcast(&g->work_cv);
+	pthread_mutex_unlock(&g->mu);
+	apply_share(g, pairs, count, 0);
+	pthread_mutex_lock(&g->mu);
+	while (g->running > 0)
+		pthread_cond_wait(&g->done_cv, &g->mu);
+	pthread_mutex_unlock(&g->mu);
 }
 
 int
@@ -326,13 +563,6 @@ tc_graph_emit(void *graph, const TcPair *pairs, size_t count)
 	{
 		case TC_GRAPH_COUNT:
 			break;
-		case TC_GRAPH_DEGREES:
-			for (size_t p = 0; p < count; p++)
-			{
-				g->deg[pairs[p].a]++;
-				g->deg[pairs[p].b]++;
-			}
-			break;
 		case TC_GRAPH_NEIGHBORS:
 			for (size_t p = 0; p < count && !g->failed; p++)
 			{
@@ -341,20 +571,11 @@ tc_graph_emit(void *graph, const TcPair *pairs, size_t count)
 			}
 			/* out of memory: stop the join (the caller reports it) */
 			return g->failed ? 1 : 0;
-		case TC_GRAPH_COMPONENTS:
-			for (size_t p = 0; p < count; p++)
-				unite(g, pairs[p].a, pairs[p].b);
-			break;
-		case TC_GRAPH_DBSCAN:
-			if (!g->linking)
-				for (size_t p = 0; p < count; p++)
-				{
-					g->deg[pairs[p].a]++;
-					g->deg[pairs[p].b]++;
-				}
+		default:
+			if (g->started > 0 && count >= g->split)
+				apply_pool(g, pairs, count);
 			else
-				for (size_t p = 0; p < count; p++)
-					dbscan_link(g, pairs[p].a, pairs[p].b, pairs[p].dist);
+				apply(g, pairs, 0, count, false);
 			break;
 	}
 	return 0;
@@ -402,14 +623,15 @@ tc_graph_dbscan_cores(TcGraph *g, int64_t min_points)
 	g->core = alloc_n(g->n, sizeof(bool));
 	g->best = malloc(sizeof(int64_t) * (size_t) (g->n > 0 ? g->n : 1));
 	g->best_dist = alloc_n(g->n, sizeof(double));
-	if (g->core == NULL || g->best == NULL || g->best_dist == NULL)
+	g->lock = alloc_n(g->n, sizeof(unsigned char));
+	if (g->core == NULL || g->best == NULL || g->best_dist == NULL || g->lock == NULL)
 	{
 		g->failed = true;
 		return;
 	}
 	for (int64_t i = 0; i < g->n; i++)
 	{
-		g->core[i] = g->deg[i] + 1 >= min_points;
+		g->core[i] = atomic_load_explicit(&g->deg[i], memory_order_relaxed) + 1 >= min_points;
 		g->best[i] = -1;
 	}
 	g->linking = true;
@@ -459,7 +681,7 @@ tc_graph_dbscan(TcGraph *g, int32_t *cluster, bool *is_core)
 		return;
 	}
 	for (int64_t i = 0; i < g->n; i++)
-		if (g->core[i] && g->parent[i] == i)
+		if (g->core[i] && atomic_load_explicit(&g->parent[i], memory_order_relaxed) == i)
 			roots[nroots++] = (RootKey) {minid[i], i};
 	qsort(roots, (size_t) nroots, sizeof(RootKey), cmp_root);
 	/* minid now numbers each root's cluster */

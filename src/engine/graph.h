@@ -15,6 +15,7 @@
 #define TCJOIN_GRAPH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine.h"
@@ -32,12 +33,16 @@ typedef struct TcGraph TcGraph;
 
 /*
  * A graph of n points with ids (the caller's, kept: ties and names are by
- * id); k for TC_GRAPH_NEIGHBORS (0: every neighbour).  NULL with err set
- * where memory runs out.
+ * id); k for TC_GRAPH_NEIGHBORS (0: every neighbour); threads for large
+ * batches of degrees, components and DBSCAN (1: the caller's alone).  NULL
+ * with err set where memory runs out.
  */
-extern TcGraph *tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k,
+extern TcGraph *tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int threads,
 								TcError *err);
+/* Stops and joins the threads, frees everything; NULL is a no-op. */
 extern void tc_graph_destroy(TcGraph *g);
+/* Batches from this many pairs go to the threads (tests: a small one splits every batch). */
+extern void tc_graph_set_split(TcGraph *g, size_t pairs);
 
 /* A TcSink's emit: the pairs of a self-join (each unordered pair once, no self pairs). */
 extern int	tc_graph_emit(void *graph, const TcPair *pairs, size_t count);

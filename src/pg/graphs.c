@@ -91,7 +91,8 @@ graph_begin(FunctionCallInfo fcinfo, GraphCall *gc, int opt, TcGraphKind kind, i
 			PG_ARGISNULL(opt) ? NULL : NameStr(*PG_GETARG_NAME(opt)), gc->mcxt, &gc->loaded);
 	gc->t_load = tc_now() - gc->t0;
 
-	gc->graph = tc_graph_create(kind, gc->loaded.points.n, gc->loaded.ids, k, &err);
+	gc->graph = tc_graph_create(kind, gc->loaded.points.n, gc->loaded.ids, k, gc->params.threads,
+								&err);
 	if (gc->graph == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),

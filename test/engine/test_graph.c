@@ -135,7 +135,11 @@ graph_of(const TcPoints *p, const int64_t *ids, const TcJoinParams *params, TcGr
 		 int k, int64_t min_points)
 {
 	TcError		err;
-	TcGraph    *g = tc_graph_create(kind, p->n, ids, k, &err);
+	TcGraph    *g = tc_graph_create(kind, p->n, ids, k, params->threads, &err);
+
+	/* every batch over the threads, however small, where there are several */
+	if (g && params->threads > 1)
+		tc_graph_set_split(g, 1);
 
 	for (int pass = 0; pass < (kind == TC_GRAPH_DBSCAN ? 2 : 1) && g; pass++)
 	{
