@@ -226,9 +226,11 @@ gpu_poll(TcGpuJoin *g, const TcSink *sink)
 TcStatus
 emit_pairs(const TcPair *pairs, size_t count, const TcSink *sink, TcJoinStats *stats)
 {
-	for (size_t i = 0; i < count; i += OUT_BATCH)
+	const size_t per = std::max((size_t) OUT_BATCH, sink->batch_hint);
+
+	for (size_t i = 0; i < count; i += per)
 	{
-		size_t		m = std::min((size_t) OUT_BATCH, count - i);
+		size_t		m = std::min(per, count - i);
 
 		stats->pairs += m;
 		if (sink->emit(sink->arg, pairs + i, m) != 0)

@@ -168,6 +168,12 @@ typedef struct TcSink
 	int			(*emit) (void *arg, const TcPair *pairs, size_t count);
 	int			(*poll) (void *arg);
 	void	   *arg;
+	/*
+	 * Pairs an emit may take at once where a back end holds more (the GPU's
+	 * ring chunks): 0 for the engine's own size, small enough that a
+	 * row-writing sink polls often; an aggregating sink takes more.
+	 */
+	size_t		batch_hint;
 } TcSink;
 
 typedef enum TcStatus

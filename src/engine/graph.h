@@ -44,6 +44,9 @@ extern void tc_graph_destroy(TcGraph *g);
 /* Batches from this many pairs go to the threads (tests: a small one splits every batch). */
 extern void tc_graph_set_split(TcGraph *g, size_t pairs);
 
+/* The batch a graph's sink takes at once (TcSink.batch_hint): its threads share each. */
+#define TC_GRAPH_BATCH_HINT ((size_t) 1 << 19)
+
 /* A TcSink's emit: the pairs of a self-join (each unordered pair once, no self pairs). */
 extern int	tc_graph_emit(void *graph, const TcPair *pairs, size_t count);
 

@@ -112,8 +112,8 @@ graph_join(GraphCall *gc)
 {
 	memset(&gc->rs, 0, sizeof(gc->rs));
 	if (gc->loaded.points.n > 0)
-		tc_run_join_sink(&gc->loaded, NULL, &gc->params, tc_graph_emit, gc->graph, gc->mcxt,
-						 &gc->rs.join);
+		tc_run_join_sink(&gc->loaded, NULL, &gc->params, tc_graph_emit, gc->graph,
+						 TC_GRAPH_BATCH_HINT, gc->mcxt, &gc->rs.join);
 	if (tc_graph_failed(gc->graph))
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),

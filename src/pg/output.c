@@ -143,7 +143,7 @@ poll_interrupts(void *arg)
 void
 tc_run_join_sink(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
 				 int (*emit) (void *arg, const TcPair *pairs, size_t count), void *arg,
-				 MemoryContext mcxt, TcJoinStats *stats)
+				 size_t batch_hint, MemoryContext mcxt, TcJoinStats *stats)
 {
 	JoinGuard  *guard = MemoryContextAllocZero(mcxt, sizeof(JoinGuard));
 	MemoryContextCallback *cb = MemoryContextAllocZero(mcxt, sizeof(MemoryContextCallback));
@@ -161,6 +161,7 @@ tc_run_join_sink(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *param
 	sink.emit = emit;
 	sink.poll = poll_interrupts;
 	sink.arg = arg;
+	sink.batch_hint = batch_hint;
 
 	status = tc_join_run(guard->join, &sink, &err);
 	/* a zero vector under cosine: its row named by id */
@@ -213,7 +214,7 @@ tc_run_join(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
 		MemoryContextSwitchTo(old);
 	}
 	/* the rows' callback never asks to stop */
-	tc_run_join_sink(a, b, params, emit_pairs, &st, mcxt, &stats->join);
+	tc_run_join_sink(a, b, params, emit_pairs, &st, 0, mcxt, &stats->join);
 	stats->output_seconds = st.seconds;
 	ExecDropSingleTupleTableSlot(st.slot);
 }

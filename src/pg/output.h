@@ -31,11 +31,13 @@ extern void tc_run_join(const TcLoaded *a, const TcLoaded *b,
 
 /*
  * The same join with its pairs to emit(arg, ...) (which may stop it by
- * returning nonzero); the cancel, the errors and the engine's release as
- * for tc_run_join.
+ * returning nonzero), at most batch_hint at once where the back end holds
+ * more (0: the engine's size; TcSink); the cancel, the errors and the
+ * engine's release as for tc_run_join.
  */
 extern void tc_run_join_sink(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
 							 int (*emit) (void *arg, const TcPair *pairs, size_t count),
-							 void *arg, MemoryContext mcxt, TcJoinStats *stats);
+							 void *arg, size_t batch_hint, MemoryContext mcxt,
+							 TcJoinStats *stats);
 
 #endif							/* TCJOIN_OUTPUT_H */
