@@ -6,8 +6,10 @@ set -euo pipefail
 # postgresql-15 is the server (contrib is part of it on Debian);
 # postgresql-server-dev-15 brings pg_config, PGXS and the server headers;
 # python3 and matplotlib run the benchmark suite's own test and its plots;
-# python3-sklearn is the DBSCAN reference of test/suites/dbscan_sklearn.sh.
-PKGS=(postgresql-15 postgresql-server-dev-15 build-essential python3 python3-matplotlib python3-sklearn)
+# python3-sklearn and PostGIS are the DBSCAN references of
+# test/suites/dbscan_sklearn.sh and dbscan_postgis.sh.
+PKGS=(postgresql-15 postgresql-server-dev-15 build-essential python3 python3-matplotlib python3-sklearn
+      postgresql-15-postgis-3)
 
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then

@@ -1,6 +1,6 @@
 /*
  * graph.c
- *		Answers that are not pair lists (graph.h): counts, degrees,
+ *		Answers that are not pair lists (engine.h): counts, degrees,
  *		neighbour lists, connected components and DBSCAN, from a self-join's
  *		pairs, with per point state only.
  *
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph.h"
+#include "engine.h"
 
 /*
  * A batch of at least this many pairs is split over the graph's threads

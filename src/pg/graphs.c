@@ -5,7 +5,7 @@
  *
  * Each takes tc_selfjoin's checks and arguments (id_column, exact, method,
  * metric), loads the column once, runs the self-join into a graph
- * (src/engine/graph.h: per point state, never per pair) and returns one
+ * (src/engine/graph.c: per point state, never per pair) and returns one
  * row a point, or one number.  tc_dbscan runs the join twice: degrees
  * first, which fix the core points, then the links.
  */
@@ -21,7 +21,6 @@
 #include "utils/memutils.h"
 
 #include "engine.h"
-#include "graph.h"
 #include "load.h"
 #include "output.h"
 #include "tcjoin.h"

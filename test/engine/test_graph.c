@@ -1,6 +1,6 @@
 /*
  * test_graph.c
- *		The graph answers (graph.h) against references computed here from
+ *		The graph answers (graph.c) against references computed here from
  *		every pair's contract distance: counts, degrees, neighbour lists
  *		(all and the k nearest, ties by id), connected components (by a
  *		breadth-first search, not a union-find) and DBSCAN (cores, clusters
@@ -10,7 +10,6 @@
  *		a pair's own distance.
  */
 #include "test_harness.h"
-#include "graph.h"
 
 #include <math.h>
 #include <stdlib.h>
