@@ -535,8 +535,10 @@ join_workers(TcJoin *join)
 			join->workers[i].started = false;
 			join->stats.candidates += join->workers[i].candidates;
 			join->stats.rechecked += join->workers[i].rechecked;
+			join->stats.pairs += join->workers[i].reduced;
 			join->workers[i].candidates = 0;
 			join->workers[i].rechecked = 0;
+			join->workers[i].reduced = 0;
 		}
 	}
 }
@@ -586,6 +588,8 @@ setup_workers(TcJoin *join, TcError *err)
 		TcWorker   *w = &join->workers[i];
 
 		w->join = join;
+		w->reduce = join->sink ? join->sink->reduce : NULL;
+		w->reduce_arg = join->sink ? join->sink->arg : NULL;
 		w->batch = join->free_list;
 		join->free_list = w->batch->next;
 		w->batch->next = NULL;

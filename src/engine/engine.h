@@ -174,6 +174,13 @@ typedef struct TcSink
 	 * row-writing sink polls often; an aggregating sink takes more.
 	 */
 	size_t		batch_hint;
+	/*
+	 * Where set, the CPU's workers hand it each pair on their own threads
+	 * instead of batching the pairs for emit (an aggregate: it must be
+	 * thread-safe and must not call into the host); the join's pair count
+	 * still counts them.  The GPU's pairs still come through emit.
+	 */
+	void		(*reduce) (void *arg, int64_t a, int64_t b, double dist);
 } TcSink;
 
 typedef enum TcStatus
@@ -391,10 +398,17 @@ extern void tc_graph_set_split(TcGraph *g, size_t pairs);
 
 /* A TcSink's emit: the pairs of a self-join (each unordered pair once, no self pairs). */
 extern int	tc_graph_emit(void *graph, const TcPair *pairs, size_t count);
+/*
+ * A TcSink's reduce, the same for one pair on a worker's thread (a count's
+ * does nothing: the join's own pair count is the answer); NULL for
+ * neighbour lists, which take their pairs on the caller's thread only.
+ */
+extern void (*tc_graph_reducer(const TcGraph *g)) (void *graph, int64_t a, int64_t b, double dist);
 
 /* Nonzero where memory ran out while pairs came (neighbour lists without k). */
 extern bool tc_graph_failed(const TcGraph *g);
 
+/* The pairs that came through tc_graph_emit (the join's own count has them all). */
 extern uint64_t tc_graph_pairs(const TcGraph *g);
 /* Point i's degree (TC_GRAPH_DEGREES, TC_GRAPH_DBSCAN). */
 extern int64_t tc_graph_degree(const TcGraph *g, int64_t i);

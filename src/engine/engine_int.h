@@ -44,6 +44,10 @@ struct TcWorker
 	TcBatch    *batch;			/* being filled; NULL once stopped */
 	uint64_t	candidates;
 	uint64_t	rechecked;		/* pairs a filter kept for the exact sum */
+	/* the sink's reduce (TcSink), where set: pairs go there, counted, not into batches */
+	void		(*reduce) (void *arg, int64_t a, int64_t b, double dist);
+	void	   *reduce_arg;
+	uint64_t	reduced;
 	void	   *scratch;		/* a back end's per-worker buffer (malloc) */
 };
 
@@ -119,6 +123,12 @@ tc_emit(TcWorker *w, int64_t a, int64_t b, double dist)
 {
 	TcBatch    *batch = w->batch;
 
+	if (w->reduce)
+	{
+		w->reduce(w->reduce_arg, a, b, dist);
+		w->reduced++;
+		return true;
+	}
 	batch->pairs[batch->count].a = a;
 	batch->pairs[batch->count].b = b;
 	batch->pairs[batch->count].dist = dist;

@@ -581,6 +581,63 @@ tc_graph_emit(void *graph, const TcPair *pairs, size_t count)
 	return 0;
 }
 
+/* ---------- a worker's pairs, one at a time ---------- */
+
+/* A count: nothing to keep, the join counts the pairs each worker reduced. */
+static void
+reduce_count(void *graph, int64_t a, int64_t b, double dist)
+{
+	(void) graph;
+	(void) a;
+	(void) b;
+	(void) dist;
+}
+
+static void
+reduce_degrees(void *graph, int64_t a, int64_t b, double dist)
+{
+	TcGraph    *g = graph;
+
+	(void) dist;
+	atomic_fetch_add_explicit(&g->deg[a], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->deg[b], 1, memory_order_relaxed);
+}
+
+static void
+reduce_components(void *graph, int64_t a, int64_t b, double dist)
+{
+	(void) dist;
+	unite(graph, a, b, true);
+}
+
+static void
+reduce_dbscan(void *graph, int64_t a, int64_t b, double dist)
+{
+	TcGraph    *g = graph;
+
+	if (g->linking)
+		dbscan_link(g, a, b, dist, true);
+	else
+		reduce_degrees(g, a, b, dist);
+}
+
+void		(*tc_graph_reducer(const TcGraph *g)) (void *graph, int64_t a, int64_t b, double dist)
+{
+	switch (g->kind)
+	{
+		case TC_GRAPH_COUNT:
+			return reduce_count;
+		case TC_GRAPH_DEGREES:
+			return reduce_degrees;
+		case TC_GRAPH_COMPONENTS:
+			return reduce_components;
+		case TC_GRAPH_DBSCAN:
+			return reduce_dbscan;
+		default:
+			return NULL;
+	}
+}
+
 /* ---------- answers ---------- */
 
 /* Per union-find root, the smallest id among the points mapped to it (member[i] >= 0). */

@@ -111,8 +111,13 @@ graph_join(GraphCall *gc)
 {
 	memset(&gc->rs, 0, sizeof(gc->rs));
 	if (gc->loaded.points.n > 0)
-		tc_run_join_sink(&gc->loaded, NULL, &gc->params, tc_graph_emit, gc->graph,
-						 TC_GRAPH_BATCH_HINT, gc->mcxt, &gc->rs.join);
+	{
+		/* the CPU's workers reduce pairs where the kind allows; the GPU's come in chunks */
+		TcSink		to = {tc_graph_emit, NULL, gc->graph, TC_GRAPH_BATCH_HINT,
+		tc_graph_reducer(gc->graph)};
+
+		tc_run_join_sink(&gc->loaded, NULL, &gc->params, &to, gc->mcxt, &gc->rs.join);
+	}
 	if (tc_graph_failed(gc->graph))
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -141,7 +146,7 @@ tc_count(PG_FUNCTION_ARGS)
 	if (!graph_begin(fcinfo, &gc, 3, TC_GRAPH_COUNT, 0))
 		PG_RETURN_NULL();
 	graph_join(&gc);
-	pairs = tc_graph_pairs(gc.graph);
+	pairs = gc.rs.join.pairs;
 	graph_end(&gc);
 	PG_RETURN_INT64((int64) pairs);
 }

@@ -142,8 +142,7 @@ poll_interrupts(void *arg)
 
 void
 tc_run_join_sink(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
-				 int (*emit) (void *arg, const TcPair *pairs, size_t count), void *arg,
-				 size_t batch_hint, MemoryContext mcxt, TcJoinStats *stats)
+				 const TcSink *to, MemoryContext mcxt, TcJoinStats *stats)
 {
 	JoinGuard  *guard = MemoryContextAllocZero(mcxt, sizeof(JoinGuard));
 	MemoryContextCallback *cb = MemoryContextAllocZero(mcxt, sizeof(MemoryContextCallback));
@@ -158,10 +157,8 @@ tc_run_join_sink(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *param
 	guard->join = tc_join_create(&a->points, b ? &b->points : NULL, params, &err);
 	if (guard->join == NULL)
 		report_error(&err);
-	sink.emit = emit;
+	sink = *to;
 	sink.poll = poll_interrupts;
-	sink.arg = arg;
-	sink.batch_hint = batch_hint;
 
 	status = tc_join_run(guard->join, &sink, &err);
 	/* a zero vector under cosine: its row named by id */
@@ -214,7 +211,11 @@ tc_run_join(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
 		MemoryContextSwitchTo(old);
 	}
 	/* the rows' callback never asks to stop */
-	tc_run_join_sink(a, b, params, emit_pairs, &st, 0, mcxt, &stats->join);
+	{
+		TcSink		to = {emit_pairs, NULL, &st, 0, NULL};
+
+		tc_run_join_sink(a, b, params, &to, mcxt, &stats->join);
+	}
 	stats->output_seconds = st.seconds;
 	ExecDropSingleTupleTableSlot(st.slot);
 }

@@ -30,14 +30,12 @@ extern void tc_run_join(const TcLoaded *a, const TcLoaded *b,
 						TupleDesc desc, MemoryContext mcxt, TcRunStats *stats);
 
 /*
- * The same join with its pairs to emit(arg, ...) (which may stop it by
- * returning nonzero), at most batch_hint at once where the back end holds
- * more (0: the engine's size; TcSink); the cancel, the errors and the
- * engine's release as for tc_run_join.
+ * The same join with its pairs to the sink to's emit (which may stop it by
+ * returning nonzero), batch_hint and reduce (TcSink; its poll is this
+ * file's); the cancel, the errors and the engine's release as for
+ * tc_run_join.
  */
 extern void tc_run_join_sink(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
-							 int (*emit) (void *arg, const TcPair *pairs, size_t count),
-							 void *arg, size_t batch_hint, MemoryContext mcxt,
-							 TcJoinStats *stats);
+							 const TcSink *to, MemoryContext mcxt, TcJoinStats *stats);
 
 #endif							/* TCJOIN_OUTPUT_H */

@@ -137,7 +137,7 @@ TcOverrides g_overrides;
 TcStatus
 run(const TcPoints *p, TcJoinParams params, Collect *c, TcJoinStats *stats, TcError *err)
 {
-	TcSink		sink = {collect, poll_cb, c, 0};
+	TcSink		sink = {collect, poll_cb, c, 0, NULL};
 	TcOverrides ov = g_overrides;
 	TcJoin	   *j;
 	TcStatus	st;
