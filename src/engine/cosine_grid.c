@@ -200,7 +200,7 @@ tc_cosine_grid_run(TcJoin *join, bool *ran, TcError *err)
 	if (join->self && join->params.include_self)
 		for (int64_t i = 0; i < join->a.n; i++)
 		{
-			double		dist = cosine_dist(cg, i, i);
+			double		dist = tc_self_dist(join, i);
 
 			if (dist <= join->params.eps && add_pair(cg, i, i, dist) != 0)
 				return TC_STOPPED;

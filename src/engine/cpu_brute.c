@@ -365,9 +365,7 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 	{
 		for (int64_t i = i0; i < i1; i++)
 		{
-			/* a point with itself: 0 apart, or its own dot product's dist */
-			double		dist = join->params.metric == TC_METRIC_EUCLIDEAN ? 0.0 :
-				dot_metric_dist(join, state, i, i, tc_point_dot(&join->a, i, &join->a, i));
+			double		dist = tc_self_dist(join, i);
 
 			if (dist <= thr && !tc_emit(w, i, i, dist))
 				return;

@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "choose.h"
-#include "distance.h"
 #include "engine_int.h"
 #include "gpu.h"
 
@@ -244,9 +243,8 @@ run_gpu_once(TcJoin *join, TcError *err)
 }
 
 /*
- * (i, i, dist) for every point whose dist with itself is within eps:
- * Euclidean, 0 for every point; the dot-product metrics, their contract's
- * (a zero vector under cosine stopped the join before).
+ * (i, i, dist) for every point whose dist with itself (tc_self_dist) is
+ * within eps (a zero vector under cosine stopped the join before).
  */
 static TcStatus
 emit_self_pairs(TcJoin *join)
@@ -260,17 +258,10 @@ emit_self_pairs(TcJoin *join)
 
 		for (int64_t t = 0; t < m; t++)
 		{
-			double		dist = 0.0;
+			double		dist = tc_self_dist(join, i + t);
 
-			if (join->params.metric != TC_METRIC_EUCLIDEAN)
-			{
-				double		dot = tc_point_dot(&join->a, i + t, &join->a, i + t);
-
-				dist = join->params.metric == TC_METRIC_INNER_PRODUCT ? -dot :
-					tc_cosine_dist(dot, dot, dot);
-				if (!(dist <= join->params.eps))
-					continue;
-			}
+			if (!(dist <= join->params.eps))
+				continue;
 			buf[k].a = buf[k].b = i + t;
 			buf[k].dist = dist;
 			k++;

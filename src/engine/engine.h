@@ -408,8 +408,6 @@ extern void (*tc_graph_reducer(const TcGraph *g)) (void *graph, int64_t a, int64
 /* Nonzero where memory ran out while pairs came (neighbour lists without k). */
 extern bool tc_graph_failed(const TcGraph *g);
 
-/* The pairs that came through tc_graph_emit (the join's own count has them all). */
-extern uint64_t tc_graph_pairs(const TcGraph *g);
 /* Point i's degree (TC_GRAPH_DEGREES, TC_GRAPH_DBSCAN). */
 extern int64_t tc_graph_degree(const TcGraph *g, int64_t i);
 

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "distance.h"
 #include "engine.h"
 #include "grid_plan.h"
 
@@ -112,6 +113,22 @@ tc_point_dot(const TcPoints *a, int64_t i, const TcPoints *b, int64_t j)
 	for (int k = 0; k < a->d; k++)
 		s += tc_coord(a, i, k) * tc_coord(b, j, k);
 	return s;
+}
+
+/*
+ * The contract's dist of a's point i with itself (include_self): 0
+ * Euclidean; from its own dot product, which is its squared norm, -na for
+ * the inner product and cosine's 1 - clamp(na / sqrt(na na)).
+ */
+static inline double
+tc_self_dist(const TcJoin *join, int64_t i)
+{
+	double		dot;
+
+	if (join->params.metric == TC_METRIC_EUCLIDEAN)
+		return 0.0;
+	dot = tc_point_dot(&join->a, i, &join->a, i);
+	return join->params.metric == TC_METRIC_INNER_PRODUCT ? -dot : tc_cosine_dist(dot, dot, dot);
 }
 
 /* Hand the worker's batch to the main thread; false when told to stop. */

@@ -50,7 +50,6 @@ struct TcGraph
 	int64_t		n;
 	const int64_t *ids;
 	int			k;				/* neighbours kept a point; 0: all */
-	uint64_t	pairs;
 	bool		failed;			/* out of memory growing a list */
 
 	_Atomic int64_t *deg;		/* degrees, DBSCAN */
@@ -207,12 +206,6 @@ bool
 tc_graph_failed(const TcGraph *g)
 {
 	return g->failed;
-}
-
-uint64_t
-tc_graph_pairs(const TcGraph *g)
-{
-	return g->pairs;
 }
 
 int64_t
@@ -445,16 +438,21 @@ dbscan_link(TcGraph *g, int64_t a, int64_t b, double dist, bool conc)
 	}
 }
 
+/* A pair's two degrees, from any thread. */
+static inline void
+add_degrees(TcGraph *g, int64_t a, int64_t b)
+{
+	atomic_fetch_add_explicit(&g->deg[a], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->deg[b], 1, memory_order_relaxed);
+}
+
 /* Atomic increments where the pool shares the batch, plain ones (relaxed load and store) alone. */
 static void
 count_degrees(TcGraph *g, const TcPair *pairs, size_t lo, size_t hi, bool conc)
 {
 	if (conc)
 		for (size_t p = lo; p < hi; p++)
-		{
-			atomic_fetch_add_explicit(&g->deg[pairs[p].a], 1, memory_order_relaxed);
-			atomic_fetch_add_explicit(&g->deg[pairs[p].b], 1, memory_order_relaxed);
-		}
+			add_degrees(g, pairs[p].a, pairs[p].b);
 	else
 		for (size_t p = lo; p < hi; p++)
 		{
@@ -558,7 +556,6 @@ tc_graph_emit(void *graph, const TcPair *pairs, size_t count)
 {
 	TcGraph    *g = graph;
 
-	g->pairs += count;
 	switch (g->kind)
 	{
 		case TC_GRAPH_COUNT:
@@ -596,11 +593,8 @@ reduce_count(void *graph, int64_t a, int64_t b, double dist)
 static void
 reduce_degrees(void *graph, int64_t a, int64_t b, double dist)
 {
-	TcGraph    *g = graph;
-
 	(void) dist;
-	atomic_fetch_add_explicit(&g->deg[a], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g->deg[b], 1, memory_order_relaxed);
+	add_degrees(graph, a, b);
 }
 
 static void
@@ -618,7 +612,7 @@ reduce_dbscan(void *graph, int64_t a, int64_t b, double dist)
 	if (g->linking)
 		dbscan_link(g, a, b, dist, true);
 	else
-		reduce_degrees(g, a, b, dist);
+		add_degrees(g, a, b);
 }
 
 void		(*tc_graph_reducer(const TcGraph *g)) (void *graph, int64_t a, int64_t b, double dist)

@@ -105,6 +105,17 @@ graph_begin(FunctionCallInfo fcinfo, GraphCall *gc, int opt, TcGraphKind kind, i
 	return true;
 }
 
+/* The graph ran out of memory: what it was doing, and a hint where one helps. */
+static void
+graph_check(const GraphCall *gc, const char *what, const char *hint)
+{
+	if (tc_graph_failed(gc->graph))
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("tcjoin: out of memory %s", what),
+				 hint ? errhint("%s", hint) : 0));
+}
+
 /* One self-join of the loaded points into the graph. */
 static void
 graph_join(GraphCall *gc)
@@ -118,11 +129,8 @@ graph_join(GraphCall *gc)
 
 		tc_run_join_sink(&gc->loaded, NULL, &gc->params, &to, gc->mcxt, &gc->rs.join);
 	}
-	if (tc_graph_failed(gc->graph))
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("tcjoin: out of memory for the neighbour lists"),
-				 errhint("Pass k to keep each row's k nearest neighbours only.")));
+	/* only the neighbour lists grow as pairs come */
+	graph_check(gc, "for the neighbour lists", "Pass k to keep each row's k nearest neighbours only.");
 }
 
 /* The last join's record (tc_last_stats), then everything the call took, freed. */
@@ -201,10 +209,7 @@ tc_components(PG_FUNCTION_ARGS)
 	comp = MemoryContextAllocExtended(gc.mcxt, sizeof(int64) * (gc.loaded.points.n + 1),
 									  MCXT_ALLOC_HUGE);
 	tc_graph_components(gc.graph, comp);
-	if (tc_graph_failed(gc.graph))
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("tcjoin: out of memory naming the components")));
+	graph_check(&gc, "naming the components", NULL);
 	for (int64 i = 0; i < gc.loaded.points.n; i++)
 	{
 		put_two(rsinfo, gc.loaded.ids[i], Int64GetDatum(comp[i]), false);
@@ -252,10 +257,7 @@ tc_neighbors(PG_FUNCTION_ARGS)
 		bool		nulls[3] = {false, false, false};
 
 		tc_graph_neighbors(gc.graph, i, &ids, &dist, &len);
-		if (tc_graph_failed(gc.graph))
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("tcjoin: out of memory for the neighbour lists")));
+		graph_check(&gc, "for the neighbour lists", NULL);
 		di = palloc(sizeof(Datum) * (len + 1));
 		dd = palloc(sizeof(Datum) * (len + 1));
 		for (int t = 0; t < len; t++)
@@ -307,18 +309,14 @@ tc_dbscan(PG_FUNCTION_ARGS)
 	/* first the degrees, which fix the core points; then the links */
 	graph_join(&gc);
 	tc_graph_dbscan_cores(gc.graph, min_points);
-	if (!tc_graph_failed(gc.graph))
-		graph_join(&gc);
+	graph_check(&gc, "for DBSCAN's per-point state", NULL);
+	graph_join(&gc);
 	cluster = MemoryContextAllocExtended(gc.mcxt, sizeof(int32_t) * (gc.loaded.points.n + 1),
 										 MCXT_ALLOC_HUGE);
 	is_core = MemoryContextAllocExtended(gc.mcxt, sizeof(bool) * (gc.loaded.points.n + 1),
 										 MCXT_ALLOC_HUGE);
-	if (!tc_graph_failed(gc.graph))
-		tc_graph_dbscan(gc.graph, cluster, is_core);
-	if (tc_graph_failed(gc.graph))
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("tcjoin: out of memory for DBSCAN's per-point state")));
+	tc_graph_dbscan(gc.graph, cluster, is_core);
+	graph_check(&gc, "for DBSCAN's per-point state", NULL);
 	for (int64 i = 0; i < gc.loaded.points.n; i++)
 	{
 		Datum		values[3] = {Int64GetDatum(gc.loaded.ids[i]), Int32GetDatum(cluster[i]),
