@@ -163,25 +163,13 @@ dot_case(DotMetric m, Dist dist, const double *x, int64_t n, int d, const double
 		for (int64_t j = i + 1; j < n; j++, t++)
 		{
 			bool		within = dd[t] <= eps;
-			bool		dropped = false,
-						dropped_rn = false;
+			unsigned	by = f16_dropping_adders(h + i * d, h + j * d, d, &pt[i], &pt[j], prefix);
+			bool		dropped = by != 0;
+			bool		dropped_rn = by & 1;	/* by adder 0 */
 
-			for (int how = 0; how < F16_ADDERS; how++)
-			{
-				float		acc;
-
-				if (prefix && how == 3)
-					continue;	/* out of index order: outside the prefix bound's model */
-				acc = f16_emulated_dot(h + i * d, h + j * d, d, how);
-				if (tc_f16_drop(acc, pt[i].q, pt[j].q, pt[i].rc, pt[j].rc))
-				{
-					dropped = true;
-					dropped_rn |= how == 0;
-					if (within && dropped_in == 0)
-						check_fail("pair (%lld, %lld) at %.17g <= eps dropped (adder %d)",
-								   (long long) i, (long long) j, dd[t], how);
-				}
-			}
+			if (within && dropped && dropped_in == 0)
+				check_fail("pair (%lld, %lld) at %.17g <= eps dropped (adder %d)",
+						   (long long) i, (long long) j, dd[t], __builtin_ctz(by));
 			in += within;
 			dropped_in += within && dropped;
 			/* clearly beyond: a twentieth of the data's spread of dists past eps */

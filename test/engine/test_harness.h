@@ -14,6 +14,7 @@
 #define TC_TEST_HARNESS_H
 
 #include "test_common.h"
+#include "fp16_filter.h"
 
 #include <pthread.h>
 
@@ -170,6 +171,9 @@ void		test_f16_dot(void);			/* test_fp16_dot.c */
 /* The tensor cores' accumulation, emulated by one of F16_ADDERS adders (test_fp16_filter.c). */
 #define F16_ADDERS 5
 float		f16_emulated_dot(const double *ha, const double *hb, int d, int how);
+/* The adders (a bit each) that drop a pair of FP16 rows (test_fp16_filter.c). */
+unsigned	f16_dropping_adders(const double *ha, const double *hb, int d, const TcF16Point *pa,
+								const TcF16Point *pb, bool prefix);
 void		test_f16_filter(void);
 void		test_overrides(void);		/* test_overrides.c */
 void		test_cancel(void);			/* test_cancel.c */

@@ -45,8 +45,9 @@ INSERT INTO pts
 INSERT INTO pts SELECT id + 1, v FROM pts WHERE id % 50 = 3;
 SQL
     q_db "$DB" -c "COPY (SELECT id, v::float8[] FROM pts ORDER BY id) TO STDOUT" >"$WORK/pts.tsv"
-    # eps: a pair's own distance near the 1.5% quantile, from the contract in numpy
-    eps=$($PY - "$WORK/pts.tsv" <<'PY'
+    # the contract's distance matrix (float8, index order, then the root), kept
+    # for every min_points; eps a pair's own distance near the 1.5% quantile
+    eps=$($PY - "$WORK/pts.tsv" "$WORK" <<'PY'
 import sys, numpy as np
 rows = [l.rstrip('\n').split('\t') for l in open(sys.argv[1])]
 X = np.array([[float(t) for t in r[1].strip('{}').split(',')] for r in rows])
@@ -55,6 +56,8 @@ for k in range(X.shape[1]):
     t = X[:, None, k] - X[None, :, k]
     s = s + t * t
 D = np.sqrt(s)
+np.save(sys.argv[2] + '/D.npy', D)
+np.save(sys.argv[2] + '/ids.npy', np.array([int(r[0]) for r in rows]))
 iu = np.triu_indices(len(X), 1)
 print(repr(float(np.sort(D[iu])[int(len(iu[0]) * 0.015)])))
 PY
@@ -62,25 +65,25 @@ PY
     for mp in 1 4 9; do
         q_db "$DB" -c "COPY (SELECT id, coalesce(cluster, -1), is_core FROM tc_dbscan('pts', 'v', $eps, $mp) ORDER BY id) TO STDOUT" \
             >"$WORK/tc.tsv"
-        q_db "$DB" -c "COPY (SELECT id, component FROM tc_components('pts', 'v', $eps) ORDER BY id) TO STDOUT" \
-            >"$WORK/comp.tsv"
-        $PY - "$WORK/pts.tsv" "$WORK/tc.tsv" "$WORK/comp.tsv" "$eps" "$mp" "case $c d=$d n=$(wc -l <"$WORK/pts.tsv") eps=$eps min_points=$mp" <<'PY'
+        # the components once a case, with the first min_points
+        compf=-
+        if [ "$mp" = 1 ]; then
+            compf=$WORK/comp.tsv
+            q_db "$DB" -c "COPY (SELECT id, component FROM tc_components('pts', 'v', $eps) ORDER BY id) TO STDOUT" \
+                >"$compf"
+        fi
+        $PY - "$WORK" "$WORK/tc.tsv" "$compf" "$eps" "$mp" "case $c d=$d n=$(wc -l <"$WORK/pts.tsv") eps=$eps min_points=$mp" <<'PY'
 import sys, numpy as np
 from sklearn.cluster import DBSCAN
-pts, tcf, compf, eps, mp, name = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
-rows = [l.rstrip('\n').split('\t') for l in open(pts)]
-ids = np.array([int(r[0]) for r in rows])
-X = np.array([[float(t) for t in r[1].strip('{}').split(',')] for r in rows])
-s = np.zeros((len(X), len(X)))
-for k in range(X.shape[1]):
-    t = X[:, None, k] - X[None, :, k]
-    s = s + t * t
-D = np.sqrt(s)
+work, tcf, compf, eps, mp, name = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+D = np.load(work + '/D.npy')
+ids = np.load(work + '/ids.npy')
+n = len(D)
 sk = DBSCAN(eps=eps, min_samples=mp, metric='precomputed').fit(D)
-core = np.zeros(len(X), bool)
+core = np.zeros(n, bool)
 core[sk.core_sample_indices_] = True
 lab = sk.labels_.copy()
-A = (D <= eps) & ~np.eye(len(X), dtype=bool)
+A = (D <= eps) & ~np.eye(n, dtype=bool)
 # the border rule on scikit-learn's cores: the nearest core neighbour, ties by the smaller id
 for i in np.where(~core)[0]:
     nb = [j for j in np.where(A[i])[0] if core[j]]
@@ -92,7 +95,7 @@ first = {}
 for i in np.argsort(ids):
     if lab[i] >= 0 and lab[i] not in first:
         first[lab[i]] = len(first)
-want = {int(ids[i]): (first[lab[i]] if lab[i] >= 0 else -1, bool(core[i])) for i in range(len(X))}
+want = {int(ids[i]): (first[lab[i]] if lab[i] >= 0 else -1, bool(core[i])) for i in range(n)}
 got = {}
 for l in open(tcf):
     a, b, c = l.rstrip('\n').split('\t')
@@ -100,23 +103,23 @@ for l in open(tcf):
 bad = [i for i in want if got.get(i) != want[i]]
 print(("ok     " if not bad and len(got) == len(want) else "FAILED ") +
       f"dbscan {name}: {len(first)} clusters, {int((lab < 0).sum())} noise, {int(core.sum())} core; {len(bad)} rows differ")
-# components: a union-find over the same edges, named by the smallest id
-parent = list(range(len(X)))
-def find(x):
-    while parent[x] != x:
-        parent[x] = parent[parent[x]]
-        x = parent[x]
-    return x
-for i, j in zip(*np.where(np.triu(A, 1))):
-    parent[find(i)] = find(j)
-mins = {}
-for i in range(len(X)):
-    r = find(i)
-    mins[r] = min(mins.get(r, ids[i]), ids[i])
-cwant = {int(ids[i]): int(mins[find(i)]) for i in range(len(X))}
-cgot = {int(l.split('\t')[0]): int(l.split('\t')[1]) for l in open(compf)}
-cbad = [i for i in cwant if cgot.get(i) != cwant[i]]
-if mp == 1:
+# components (with the first min_points): a union-find over the same edges, named by the smallest id
+if compf != '-':
+    parent = list(range(n))
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+    for i, j in zip(*np.where(np.triu(A, 1))):
+        parent[find(i)] = find(j)
+    mins = {}
+    for i in range(n):
+        r = find(i)
+        mins[r] = min(mins.get(r, ids[i]), ids[i])
+    cwant = {int(ids[i]): int(mins[find(i)]) for i in range(n)}
+    cgot = {int(l.split('\t')[0]): int(l.split('\t')[1]) for l in open(compf)}
+    cbad = [i for i in cwant if cgot.get(i) != cwant[i]]
     print(("ok     " if not cbad and len(cgot) == len(cwant) else "FAILED ") +
           f"components {name}: {len(set(cwant.values()))} components; {len(cbad)} rows differ")
 PY
