@@ -71,6 +71,14 @@ SELECT extversion FROM pg_extension WHERE extname = 'tcjoin';
 SELECT tc_count('pts', 'vec', 1.0, 'id') = (TABLE ref) AS right;
 SELECT sum(degree) = 2 * (TABLE ref) AS right FROM tc_degrees('pts', 'vec', 1.0, 'id');
 CREATE TABLE updated_03 AS TABLE ext_functions;
+
+-- From 0.4.0.
+DROP EXTENSION tcjoin;
+CREATE EXTENSION tcjoin VERSION '0.4.0';
+ALTER EXTENSION tcjoin UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'tcjoin';
+SELECT tc_count('pts', 'vec', 1.0, 'id') = (TABLE ref) AS right;
+CREATE TABLE updated_04 AS TABLE ext_functions;
 DROP EXTENSION tcjoin;
 CREATE EXTENSION tcjoin;
 CREATE TABLE fresh AS TABLE ext_functions;
@@ -81,7 +89,11 @@ SELECT 'only in a fresh install', * FROM (TABLE fresh EXCEPT TABLE updated) f
 UNION ALL
 SELECT 'only after update from 0.3.0', * FROM (TABLE updated_03 EXCEPT TABLE fresh) u
 UNION ALL
-SELECT 'only in a fresh install, not from 0.3.0', * FROM (TABLE fresh EXCEPT TABLE updated_03) f;
+SELECT 'only in a fresh install, not from 0.3.0', * FROM (TABLE fresh EXCEPT TABLE updated_03) f
+UNION ALL
+SELECT 'only after update from 0.4.0', * FROM (TABLE updated_04 EXCEPT TABLE fresh) u
+UNION ALL
+SELECT 'only in a fresh install, not from 0.4.0', * FROM (TABLE fresh EXCEPT TABLE updated_04) f;
 
 \c :regress_db
 SET client_min_messages = warning;
