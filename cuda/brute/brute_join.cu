@@ -697,7 +697,8 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	bool		done;
 
 	run.t0 = tc_now();
-	if ((st = gpu_join_begin(handle, a, params, sink, stats, err)) != TC_OK)
+	if ((st = gpu_join_begin(handle, a, params, sink, stats, err)) != TC_OK ||
+		(st = fold_begin(*handle, a->n, err)) != TC_OK)
 		return st;
 	run.g = *handle;
 	run.a = a;
@@ -708,7 +709,7 @@ tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams 
 	run.err = err;
 	run.d = a->d;
 	run.rowbytes = (size_t) run.d * (size_t) a->type;
-	if ((st = run.check(&done)) != TC_OK || done)
+	if ((st = run.check(&done)) != TC_OK || (!done && (st = run.run()) != TC_OK))
 		return st;
-	return run.run();
+	return fold_end(*handle, err);
 }

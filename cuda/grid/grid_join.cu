@@ -335,7 +335,8 @@ tc_gpu_grid_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *
 	TcStatus	st;
 	double		t0 = tc_now();
 
-	if ((st = gpu_join_begin(handle, a, params, sink, stats, err)) != TC_OK)
+	if ((st = gpu_join_begin(handle, a, params, sink, stats, err)) != TC_OK ||
+		(st = fold_begin(*handle, a->n, err)) != TC_OK)
 		return st;
 	memset(&r, 0, sizeof(r));
 	r.g = *handle;
@@ -352,7 +353,7 @@ tc_gpu_grid_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *
 	if (r.n < 2)
 	{
 		stats->index_seconds = tc_now() - t0;
-		return TC_OK;
+		return fold_end(r.g, err);
 	}
 
 	/* Upload, the index, the work items, then the batches. */
@@ -361,5 +362,7 @@ tc_gpu_grid_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *
 		(st = alloc_results(&r)) != TC_OK)
 		return st;
 	stats->index_seconds = tc_now() - t0;
-	return join_batches(&r);
+	if ((st = join_batches(&r)) != TC_OK)
+		return st;
+	return fold_end(r.g, err);
 }

@@ -300,6 +300,8 @@ drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsigned int count,
 	unsigned int issued = 0;
 	TcStatus	st;
 
+	if (g->fold)
+		return fold_pairs(g, s, d_pairs, count, stats, err);
 	for (unsigned int done = 0; done < nchunks; done++)
 	{
 		while (issued < nchunks && issued - done < RING_SLOTS)

@@ -67,6 +67,14 @@ struct TcGpuJoin
 	TcJoinStats *stats;			/* the join's, for the set-up's time */
 	TcPair	   *ring;			/* RING_SLOTS x RING_CHUNK pinned pairs */
 	bool		ring_cached;	/* the process's ring, held by this join */
+	/* the sink's fold on the device (fold.cu), and its arrays there */
+	TcDeviceFold *fold;
+	unsigned long long *f_deg;
+	long long  *f_parent;
+	unsigned char *f_core;
+	unsigned long long *f_key;
+	long long  *f_best;
+	long long  *f_ids;
 };
 
 #define CHECK(call) \
@@ -140,5 +148,16 @@ extern TcStatus drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsi
 extern TcStatus gpu_join_begin(TcGpuJoin **handle, const TcPoints *a,
 							   const TcJoinParams *params, const TcSink *sink,
 							   TcJoinStats *stats, TcError *err);
+
+/*
+ * The sink's fold (TcSink.fold), where it has one for these n points: its
+ * arrays onto the device at the join's start; each drained batch folded
+ * there instead of copied out; the arrays back, and the fold marked done,
+ * once every batch is (fold.cu).
+ */
+extern TcStatus fold_begin(TcGpuJoin *g, int64_t n, TcError *err);
+extern TcStatus fold_pairs(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs,
+						   unsigned int count, TcJoinStats *stats, TcError *err);
+extern TcStatus fold_end(TcGpuJoin *g, TcError *err);
 
 #endif							/* TCJOIN_JOIN_STATE_H */

@@ -163,6 +163,40 @@ typedef struct TcPair
  * poll: called at least every 20 ms while the join runs; return nonzero to
  *		 stop the join.
  */
+/*
+ * What a GPU join may fold its pairs into on the device instead of handing
+ * them to the sink's emit (graph.c's answers): per point arrays the back
+ * end copies in before the first pair and out after the last, so that only
+ * they cross the bus, never the pairs.  The CPU ignores it (its workers
+ * take TcSink.reduce), and so does a join whose pairs are not final (the
+ * unit vectors' grid rechecks its candidates on the host).
+ */
+typedef enum TcFoldKind
+{
+	TC_FOLD_COUNT = 1,			/* the join's pair count alone */
+	TC_FOLD_DEGREES,			/* deg (n, zeros in): each pair adds 1 to both */
+	TC_FOLD_UNION,				/* parent (n, in and out): union-find, roots link under the
+								 * smaller index */
+	TC_FOLD_DBSCAN_LINKS,		/* core pairs unite in parent; best_key (out): a non-core
+								 * point's least distance to a core neighbour, as an
+								 * unsigned key of the same order (-0 as +0) */
+	TC_FOLD_DBSCAN_TIES			/* best (in -1, out): the core neighbour of smallest id
+								 * among those at exactly best_key */
+} TcFoldKind;
+
+typedef struct TcDeviceFold
+{
+	TcFoldKind	kind;
+	int64_t		n;				/* the points; the arrays' length */
+	int64_t    *deg;
+	int64_t    *parent;
+	const bool *core;
+	uint64_t   *best_key;
+	int64_t    *best;
+	const int64_t *ids;
+	bool		folded;			/* set by the GPU back end once it folded every pair */
+} TcDeviceFold;
+
 typedef struct TcSink
 {
 	int			(*emit) (void *arg, const TcPair *pairs, size_t count);
@@ -181,6 +215,8 @@ typedef struct TcSink
 	 * still counts them.  The GPU's pairs still come through emit.
 	 */
 	void		(*reduce) (void *arg, int64_t a, int64_t b, double dist);
+	/* Where set, a GPU join folds its pairs on the device (above). */
+	TcDeviceFold *fold;
 } TcSink;
 
 typedef enum TcStatus
@@ -437,6 +473,16 @@ extern void tc_graph_dbscan_cores(TcGraph *g, int64_t min_points);
  * the order of their smallest member id.
  */
 extern void tc_graph_dbscan(TcGraph *g, int32_t *cluster, bool *is_core);
+
+/*
+ * The fold (TcSink.fold) a GPU join may run on the device for the graph's
+ * next join, or NULL (neighbour lists; out of memory: tc_graph_failed).
+ * After each join, tc_graph_after_join says whether the graph needs one more
+ * over the same points: DBSCAN's border ties, after links folded on the
+ * device.
+ */
+extern TcDeviceFold *tc_graph_fold(TcGraph *g);
+extern bool tc_graph_after_join(TcGraph *g);
 
 #ifdef __cplusplus
 }

@@ -64,6 +64,11 @@ struct TcGraph
 	double	   *best_dist;
 	_Atomic unsigned char *lock;	/* per point, over best and best_dist */
 
+	/* a GPU join's fold on the device (TcSink.fold) */
+	TcDeviceFold fold;
+	uint64_t   *best_key;		/* DBSCAN: a border point's least key (the links' fold) */
+	bool		ties;			/* DBSCAN: the next join settles the ties (after that fold) */
+
 	/* tc_graph_neighbors' answer */
 	int64_t    *out_ids;
 	double	   *out_dist;
@@ -197,6 +202,7 @@ tc_graph_destroy(TcGraph *g)
 	free(g->best);
 	free(g->best_dist);
 	free(g->lock);
+	free(g->best_key);
 	free(g->out_ids);
 	free(g->out_dist);
 	free(g);
@@ -686,6 +692,73 @@ tc_graph_dbscan_cores(TcGraph *g, int64_t min_points)
 		g->best[i] = -1;
 	}
 	g->linking = true;
+}
+
+/*
+ * The fold a GPU join may run for the graph's next join, by kind and phase:
+ * the count, the degrees, the union-find, DBSCAN's degrees, links and then
+ * ties.  Neighbour lists have none.  The arrays are the graph's own (the
+ * atomic ones hold plain 64-bit integers), read and written by the back end
+ * only before its first pair and after its last.
+ */
+TcDeviceFold *
+tc_graph_fold(TcGraph *g)
+{
+	TcDeviceFold *f = &g->fold;
+
+	memset(f, 0, sizeof(*f));
+	f->n = g->n;
+	f->ids = g->ids;
+	switch (g->kind)
+	{
+		case TC_GRAPH_COUNT:
+			f->kind = TC_FOLD_COUNT;
+			break;
+		case TC_GRAPH_DEGREES:
+			f->kind = TC_FOLD_DEGREES;
+			f->deg = (int64_t *) g->deg;
+			break;
+		case TC_GRAPH_COMPONENTS:
+			f->kind = TC_FOLD_UNION;
+			f->parent = (int64_t *) g->parent;
+			break;
+		case TC_GRAPH_DBSCAN:
+			if (!g->linking)
+			{
+				f->kind = TC_FOLD_DEGREES;
+				f->deg = (int64_t *) g->deg;
+				break;
+			}
+			if (g->best_key == NULL &&
+				(g->best_key = alloc_n(g->n, sizeof(uint64_t))) == NULL)
+			{
+				g->failed = true;
+				return NULL;
+			}
+			f->kind = g->ties ? TC_FOLD_DBSCAN_TIES : TC_FOLD_DBSCAN_LINKS;
+			f->parent = (int64_t *) g->parent;
+			f->core = g->core;
+			f->best_key = g->best_key;
+			f->best = g->best;
+			break;
+		case TC_GRAPH_NEIGHBORS:
+			return NULL;
+	}
+	return f;
+}
+
+bool
+tc_graph_after_join(TcGraph *g)
+{
+	bool		folded = g->fold.folded;
+
+	g->fold.folded = false;
+	if (g->kind == TC_GRAPH_DBSCAN && g->linking && !g->ties && folded)
+	{
+		g->ties = true;
+		return true;
+	}
+	return false;
 }
 
 /* Clusters' roots in order of their smallest member id: qsort's view. */

@@ -7,7 +7,8 @@
  * metric), loads the column once, runs the self-join into a graph
  * (src/engine/graph.c: per point state, never per pair) and returns one
  * row a point, or one number.  tc_dbscan runs the join twice: degrees
- * first, which fix the core points, then the links.
+ * first, which fix the core points, then the links (on the GPU, where the
+ * pairs are folded on the device, a third settles a border point's ties).
  */
 #include "postgres.h"
 
@@ -125,8 +126,9 @@ graph_join(GraphCall *gc)
 	{
 		/* the CPU's workers reduce pairs where the kind allows; the GPU's come in chunks */
 		TcSink		to = {tc_graph_emit, NULL, gc->graph, TC_GRAPH_BATCH_HINT,
-		tc_graph_reducer(gc->graph)};
+		tc_graph_reducer(gc->graph), tc_graph_fold(gc->graph)};
 
+		graph_check(gc, "for DBSCAN's per-point state", NULL);
 		tc_run_join_sink(&gc->loaded, NULL, &gc->params, &to, gc->mcxt, &gc->rs.join);
 	}
 	/* only the neighbour lists grow as pairs come */
@@ -311,6 +313,9 @@ tc_dbscan(PG_FUNCTION_ARGS)
 	tc_graph_dbscan_cores(gc.graph, min_points);
 	graph_check(&gc, "for DBSCAN's per-point state", NULL);
 	graph_join(&gc);
+	/* links folded on the GPU: one more join settles a border point's ties */
+	if (tc_graph_after_join(gc.graph))
+		graph_join(&gc);
 	cluster = MemoryContextAllocExtended(gc.mcxt, sizeof(int32_t) * (gc.loaded.points.n + 1),
 										 MCXT_ALLOC_HUGE);
 	is_core = MemoryContextAllocExtended(gc.mcxt, sizeof(bool) * (gc.loaded.points.n + 1),

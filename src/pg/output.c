@@ -212,7 +212,7 @@ tc_run_join(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
 	}
 	/* the rows' callback never asks to stop */
 	{
-		TcSink		to = {emit_pairs, NULL, &st, 0, NULL};
+		TcSink		to = {emit_pairs, NULL, &st, 0, NULL, NULL};
 
 		tc_run_join_sink(a, b, params, &to, mcxt, &stats->join);
 	}

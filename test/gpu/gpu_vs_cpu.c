@@ -137,7 +137,7 @@ TcOverrides g_overrides;
 TcStatus
 run(const TcPoints *p, TcJoinParams params, Collect *c, TcJoinStats *stats, TcError *err)
 {
-	TcSink		sink = {collect, poll_cb, c, 0, NULL};
+	TcSink		sink = {collect, poll_cb, c, 0, NULL, NULL};
 	TcOverrides ov = g_overrides;
 	TcJoin	   *j;
 	TcStatus	st;
@@ -581,6 +581,7 @@ main(int argc, char **argv)
 {
 	bool		quick = false;
 	bool		brute_only = false;	/* the brute-force and approximate cases alone */
+	bool		graph_only = false; /* the graph answers alone */
 	double		seconds = 0;
 	double		start;
 	uint64_t	seed = (uint64_t) time(NULL);
@@ -596,6 +597,8 @@ main(int argc, char **argv)
 			brute_only = true;
 		else if (strcmp(argv[i], "--tc-only") == 0)
 			tc_only = true;
+		else if (strcmp(argv[i], "--graph-only") == 0)
+			graph_only = true;
 		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
 			seconds = atof(argv[++i]);
 		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
@@ -619,6 +622,11 @@ main(int argc, char **argv)
 		return 1;
 	}
 
+	if (graph_only)
+	{
+		graph_cases(quick);
+		goto out;
+	}
 	if (brute_only)
 	{
 		small_buffer(false);
@@ -644,6 +652,7 @@ main(int argc, char **argv)
 	clustered_cases();
 	limit_too_small();
 	auto_cases();
+	graph_cases(quick);
 
 	start = tc_now();
 	dot_matrix(quick, seconds / 4, start);

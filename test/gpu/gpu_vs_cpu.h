@@ -60,6 +60,9 @@ extern void result_buffer_halved(void);
 extern void auto_cases(void);
 extern void small_buffer(bool with_grid);
 
+/* gpu_vs_cpu_graph.c: counts, degrees, components and DBSCAN folded on the device */
+extern void graph_cases(bool quick);
+
 /* gpu_vs_cpu_dot.c */
 extern void dot_matrix(bool quick, double seconds, double start);
 extern void dot_fixed_cases(bool quick);
