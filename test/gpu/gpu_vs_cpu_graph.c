@@ -42,9 +42,13 @@ graph_join(const TcPoints *p, TcJoinParams params, TcGraph *g, uint64_t *pairs,
 	TcStatus	st;
 
 	params.overrides = g_overrides;
-	/* the host's reducer only on the CPU, where it replaces emit */
+	/* on the CPU, the graph's own sink: its workers reduce the pairs (arg: the graph) */
 	if (params.device == TC_DEVICE_CPU)
+	{
+		sink.emit = tc_graph_emit;
+		sink.arg = g;
 		sink.reduce = tc_graph_reducer(g);
+	}
 	j = tc_join_create(p, NULL, &params, err);
 	if (j == NULL)
 		return err->status;
