@@ -382,6 +382,12 @@ tc_device_prewarm_wait(void)
 }
 
 /* The GPU back ends' list, in the engine's own terms. */
+bool
+tc_device_any(void)
+{
+	return tc_gpu_count(NULL, 0) > 0;
+}
+
 int
 tc_device_list(TcDeviceInfo *out, int max)
 {

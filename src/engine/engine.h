@@ -384,6 +384,9 @@ extern void tc_prefault_stop(TcPrefault *pf);
  */
 extern int	tc_device_list(TcDeviceInfo *out, int max);
 
+/* Whether a usable GPU exists, without making its context. */
+extern bool tc_device_any(void);
+
 /* Monotonic clock, in seconds. */
 extern double tc_now(void);
 
@@ -473,6 +476,20 @@ extern void tc_graph_dbscan_cores(TcGraph *g, int64_t min_points);
  * the order of their smallest member id.
  */
 extern void tc_graph_dbscan(TcGraph *g, int32_t *cluster, bool *is_core);
+
+/*
+ * DBSCAN of p into g (TC_GRAPH_DBSCAN) on the caller's thread without the
+ * joins, in two or three dimensions under the Euclidean metric: a grid of
+ * cells eps / sqrt(d) wide, proven bounds on whole cells, and the
+ * contract's distance for every other decision (dbscan_grid.c); the same
+ * answer as the joins (then tc_graph_dbscan).  *done false where it does
+ * not apply (other d, eps 0, a grid too fine for its keys): run the joins.
+ * poll is called now and then; non-zero stops it (TC_STOPPED), and a later
+ * call starts again.
+ */
+extern TcStatus tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_points,
+									 int (*poll) (void *arg), void *poll_arg, bool *done,
+									 TcError *err);
 
 /*
  * The fold (TcSink.fold) a GPU join may run on the device for the graph's

@@ -131,6 +131,16 @@ tc_self_dist(const TcJoin *join, int64_t i)
 	return join->params.metric == TC_METRIC_INNER_PRODUCT ? -dot : tc_cosine_dist(dot, dot, dot);
 }
 
+/*
+ * DBSCAN's state set without the join (dbscan_grid.c), on the caller's
+ * thread: the core flags (false: out of memory); the cores' union-find
+ * as a finished forest, a core's parent at a time (roots their own); each
+ * border candidate as a pair the links' join would give.
+ */
+extern bool tc_graph_dbscan_set_cores(TcGraph *g, const bool *core);
+extern void tc_graph_dbscan_set_parent(TcGraph *g, int64_t i, int64_t parent);
+extern void tc_graph_dbscan_pair(TcGraph *g, int64_t a, int64_t b, double dist);
+
 /* Hand the worker's batch to the main thread; false when told to stop. */
 extern bool tc_worker_flush(TcWorker *w);
 

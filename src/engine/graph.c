@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine_int.h"
 
 /*
  * A batch of at least this many pairs is split over the graph's threads
@@ -674,9 +674,15 @@ tc_graph_components(TcGraph *g, int64_t *out)
 	free(minid);
 }
 
-void
-tc_graph_dbscan_cores(TcGraph *g, int64_t min_points)
+/* DBSCAN's linking state: core flags (from the degrees, or core if not NULL), no border yet. */
+static void
+dbscan_begin_links(TcGraph *g, int64_t min_points, const bool *core)
 {
+	/* again after a stopped start (the grid's): the links made stay, being true */
+	free(g->core);
+	free(g->best);
+	free(g->best_dist);
+	free(g->lock);
 	g->core = alloc_n(g->n, sizeof(bool));
 	g->best = malloc(sizeof(int64_t) * (size_t) (g->n > 0 ? g->n : 1));
 	g->best_dist = alloc_n(g->n, sizeof(double));
@@ -688,10 +694,36 @@ tc_graph_dbscan_cores(TcGraph *g, int64_t min_points)
 	}
 	for (int64_t i = 0; i < g->n; i++)
 	{
-		g->core[i] = atomic_load_explicit(&g->deg[i], memory_order_relaxed) + 1 >= min_points;
+		g->core[i] = core ? core[i] :
+			atomic_load_explicit(&g->deg[i], memory_order_relaxed) + 1 >= min_points;
 		g->best[i] = -1;
 	}
 	g->linking = true;
+}
+
+void
+tc_graph_dbscan_cores(TcGraph *g, int64_t min_points)
+{
+	dbscan_begin_links(g, min_points, NULL);
+}
+
+bool
+tc_graph_dbscan_set_cores(TcGraph *g, const bool *core)
+{
+	dbscan_begin_links(g, 0, core);
+	return !g->failed;
+}
+
+void
+tc_graph_dbscan_pair(TcGraph *g, int64_t a, int64_t b, double dist)
+{
+	dbscan_link(g, a, b, dist, false);
+}
+
+void
+tc_graph_dbscan_set_parent(TcGraph *g, int64_t i, int64_t parent)
+{
+	atomic_store_explicit(&g->parent[i], parent, memory_order_relaxed);
 }
 
 /*

@@ -8,7 +8,9 @@
  * (src/engine/graph.c: per point state, never per pair) and returns one
  * row a point, or one number.  tc_dbscan runs the join twice: degrees
  * first, which fix the core points, then the links (on the GPU, where the
- * pairs are folded on the device, a third settles a border point's ties).
+ * pairs are folded on the device, a third settles a border point's ties);
+ * on the CPU in two or three dimensions, a grid of cells finds the same
+ * clusters without the joins.
  */
 #include "postgres.h"
 
@@ -282,6 +284,62 @@ tc_neighbors(PG_FUNCTION_ARGS)
 	PG_RETURN_NULL();
 }
 
+/* Whether a cancel or a timeout waits: the grid stops, then is told why. */
+static int
+interrupt_pending(void *arg)
+{
+	return InterruptPending ? 1 : 0;
+}
+
+/*
+ * DBSCAN by the CPU's grid, without the joins (src/engine/dbscan_grid.c):
+ * two or three dimensions, Euclidean, the CPU by setting (or auto without
+ * a GPU), method auto or grid.  False where it does not apply.
+ */
+static bool
+dbscan_on_grid(GraphCall *gc, int32 min_points)
+{
+	TcError		err;
+	TcStatus	st;
+	bool		done;
+	double		t0;
+
+	if (gc->params.metric != TC_METRIC_EUCLIDEAN ||
+		(gc->params.method != TC_METHOD_AUTO && gc->params.method != TC_METHOD_GRID) ||
+		(gc->params.device != TC_DEVICE_CPU &&
+		 !(gc->params.device == TC_DEVICE_AUTO && !tc_device_any())))
+		return false;
+	t0 = tc_now();
+	for (;;)
+	{
+		st = tc_graph_dbscan_grid(gc->graph, &gc->loaded.points, gc->params.eps, min_points,
+								  interrupt_pending, NULL, &done, &err);
+		if (st != TC_STOPPED)
+			break;
+		/* an interrupt that is not an error (and returns here): start again */
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (st == TC_ERR_NOMEM)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("tcjoin: %s", err.message)));
+	if (st != TC_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("tcjoin: %s", err.message)));
+	if (!done)
+		return false;
+	memset(&gc->rs, 0, sizeof(gc->rs));
+	gc->rs.join.device = "cpu";
+	gc->rs.join.method = "grid";
+	gc->rs.join.metric = "euclidean";
+	gc->rs.join.threads = 1;
+	gc->rs.join.join_seconds = tc_now() - t0;
+	snprintf(gc->rs.join.device_choice, sizeof(gc->rs.join.device_choice),
+			 "DBSCAN on the CPU's grid of cells, without the joins");
+	return true;
+}
+
 PG_FUNCTION_INFO_V1(tc_dbscan);
 
 /*
@@ -308,14 +366,17 @@ tc_dbscan(PG_FUNCTION_ARGS)
 				 errdetail("min_points counts the row itself: 1 makes every row a core point.")));
 	if (!graph_begin(fcinfo, &gc, 4, TC_GRAPH_DBSCAN, 0))
 		PG_RETURN_NULL();
-	/* first the degrees, which fix the core points; then the links */
-	graph_join(&gc);
-	tc_graph_dbscan_cores(gc.graph, min_points);
-	graph_check(&gc, "for DBSCAN's per-point state", NULL);
-	graph_join(&gc);
-	/* links folded on the GPU: one more join settles a border point's ties */
-	if (tc_graph_after_join(gc.graph))
+	if (gc.loaded.points.n == 0 || !dbscan_on_grid(&gc, min_points))
+	{
+		/* first the degrees, which fix the core points; then the links */
 		graph_join(&gc);
+		tc_graph_dbscan_cores(gc.graph, min_points);
+		graph_check(&gc, "for DBSCAN's per-point state", NULL);
+		graph_join(&gc);
+		/* links folded on the GPU: one more join settles a border point's ties */
+		if (tc_graph_after_join(gc.graph))
+			graph_join(&gc);
+	}
 	cluster = MemoryContextAllocExtended(gc.mcxt, sizeof(int32_t) * (gc.loaded.points.n + 1),
 										 MCXT_ALLOC_HUGE);
 	is_core = MemoryContextAllocExtended(gc.mcxt, sizeof(bool) * (gc.loaded.points.n + 1),

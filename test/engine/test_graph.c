@@ -274,6 +274,27 @@ check_dbscan(const RefGraph *r, const TcPoints *p, const int64_t *ids, const TcJ
 		bad += is_core[i] != core[i] || cl[i] != (root[i] >= 0 ? rank[root[i]] : -1);
 	CHECK(bad == 0, "min_points %lld: %lld points differ from DBSCAN's definition",
 		  (long long) min_points, (long long) bad);
+	/* in 2-D and 3-D, the grid's DBSCAN without the joins (dbscan_grid.c): the same answer */
+	if (p->d == 2 || p->d == 3)
+	{
+		TcError		err;
+		TcGraph    *gg = tc_graph_create(TC_GRAPH_DBSCAN, r->n, ids, 0, 1, &err);
+		bool		done = false;
+		TcStatus	st = tc_graph_dbscan_grid(gg, p, params->eps, min_points, NULL, NULL, &done, &err);
+
+		bad = 0;
+		if (st == TC_OK && done)
+		{
+			tc_graph_dbscan(gg, cl, is_core);
+			for (int64_t i = 0; i < r->n; i++)
+				bad += is_core[i] != core[i] || cl[i] != (root[i] >= 0 ? rank[root[i]] : -1);
+		}
+		/* eps 0 is left to the joins */
+		CHECK(st == TC_OK && (done || params->eps == 0) && bad == 0,
+			  "the grid's DBSCAN, min_points %lld: status %d, done %d, %lld points differ",
+			  (long long) min_points, (int) st, (int) done, (long long) bad);
+		tc_graph_destroy(gg);
+	}
 	free(core);
 	free(label);
 	free(root);
@@ -368,4 +389,7 @@ test_graph(void)
 
 	for (int c = 0; c < (g_quick ? 10 : 30); c++)
 		graph_case(c, dims[c % 5], 60 + 37 * (c % 7));
+	/* larger 2-D and 3-D sets: cells of many points, whole cells core (dbscan_grid.c) */
+	for (int c = 30; c < (g_quick ? 33 : 36); c++)
+		graph_case(c, 2 + c % 2, 1500 + 250 * (c % 3));
 }

@@ -1,0 +1,626 @@
+/*
+ * dbscan_grid.c
+ *		DBSCAN in two and three dimensions (Euclidean, on the CPU) without
+ *		enumerating the eps-graph.
+ *
+ * The points are binned into cells of side eps / sqrt(d) and sorted by
+ * cell.  A cell whose bounding box is within eps corner to corner, by the
+ * contract's own arithmetic, holds only pairs within eps: rounding is
+ * monotone, so no pair's |a_k - b_k|, square or partial sum can exceed the
+ * box's.  Such a "tight" cell of at least min_points points is all core
+ * without a distance computed, and its cores are one cluster.  Two cells
+ * can share a pair within eps only if the gap between their boxes, by the
+ * same arithmetic, is within eps (the gap bounds every pair's terms from
+ * below); the cells that pass are each cell's neighbours.  Then:
+ *
+ *	 - a point of any other cell counts its neighbours exactly, stopping at
+ *	   min_points - 1;
+ *	 - two neighbouring cells' cores are linked by the first pair within eps
+ *	   found between two points not yet linked (one pair suffices between
+ *	   two tight cells);
+ *	 - a non-core point takes every core within eps as a candidate, and the
+ *	   graph keeps the nearest (ties: the smaller id), as from the join.
+ *
+ * Every decision is the contract's distance or a bound proven from it, so
+ * the clusters are those of the joins' DBSCAN (graph.c numbers them).  Where
+ * the grid would be too fine for its keys (a tiny eps over a wide extent)
+ * or eps is 0, the caller runs the joins instead.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distance.h"
+#include "engine_int.h"
+
+/*
+ * Cells either way along an axis that may hold a neighbour: points within
+ * eps differ by at most eps (1 + 4u) along any axis, sqrt(d) (1 + 4u) < 2
+ * cells of eps / sqrt(d), and the cells' coordinates (below 2^40) are off
+ * by far less than the rest of a cell: their floors differ by 2 at most.
+ */
+#define DG_REACH 2
+#define DG_POLL_CELLS 4096		/* cells between polls */
+
+typedef struct DbGrid
+{
+	int			d;
+	int64_t		n;
+	double		thr;			/* tc_sq_threshold(eps) */
+	double	   *x;				/* n x d, float8, in cell order */
+	int64_t    *idx;			/* the original index of each sorted point */
+	uint64_t   *key;			/* each sorted point's cell key */
+	int64_t		ncells;
+	int64_t    *cstart;			/* ncells + 1: a cell's points */
+	uint64_t   *ckey;
+	double	   *lo;				/* ncells x d: the cells' boxes */
+	double	   *hi;
+	bool	   *tight;
+	int64_t    *astart;			/* ncells + 1: a cell's neighbour cells */
+	int64_t    *adj;
+	bool	   *core;			/* per sorted point */
+	int64_t    *ncore;			/* per cell */
+	uint64_t	span[3];		/* cells along each axis, the margins included */
+} DbGrid;
+
+static void
+grid_free(DbGrid *gr)
+{
+	free(gr->x);
+	free(gr->idx);
+	free(gr->key);
+	free(gr->cstart);
+	free(gr->ckey);
+	free(gr->lo);
+	free(gr->hi);
+	free(gr->tight);
+	free(gr->astart);
+	free(gr->adj);
+	free(gr->core);
+	free(gr->ncore);
+}
+
+/* The contract's squared sum over the d terms t_k, in index order. */
+static inline double
+sq_sum(const double *t, int d)
+{
+	double		s = 0.0;
+
+	for (int k = 0; k < d; k++)
+		s += t[k] * t[k];
+	return s;
+}
+
+/*
+ * Sort the points by key, least significant digits first, over the bits
+ * the keys use; digits of at most 11 bits keep each pass's counts in
+ * cache.  idx comes out as the points' indices in key order.
+ */
+static bool
+sort_points(DbGrid *gr, uint64_t range)
+{
+	int64_t		n = gr->n;
+	int			bits = 0;
+	int			passes;
+	uint64_t   *k2 = malloc(sizeof(uint64_t) * (size_t) n);
+	int64_t    *i2 = malloc(sizeof(int64_t) * (size_t) n);
+	int64_t		count[2048];
+
+	if (k2 == NULL || i2 == NULL)
+	{
+		free(k2);
+		free(i2);
+		return false;
+	}
+	while (bits < 64 && ((range - 1) >> bits) != 0)
+		bits++;
+	passes = (bits + 10) / 11;
+	for (int64_t i = 0; i < n; i++)
+		gr->idx[i] = i;
+	for (int pass = 0, lo = 0; pass < passes; pass++)
+	{
+		int			width = (bits - lo + (passes - pass) - 1) / (passes - pass);
+		uint64_t	mask = ((uint64_t) 1 << width) - 1;
+		int64_t		sum = 0;
+		uint64_t   *tk;
+		int64_t    *ti;
+
+		memset(count, 0, sizeof(count));
+		for (int64_t i = 0; i < n; i++)
+			count[(gr->key[i] >> lo) & mask]++;
+		for (uint64_t b = 0; b <= mask; b++)
+		{
+			int64_t		c = count[b];
+
+			count[b] = sum;
+			sum += c;
+		}
+		for (int64_t i = 0; i < n; i++)
+		{
+			int64_t		to = count[(gr->key[i] >> lo) & mask]++;
+
+			k2[to] = gr->key[i];
+			i2[to] = gr->idx[i];
+		}
+		tk = gr->key;
+		gr->key = k2;
+		k2 = tk;
+		ti = gr->idx;
+		gr->idx = i2;
+		i2 = ti;
+		lo += width;
+	}
+	free(k2);
+	free(i2);
+	return true;
+}
+
+/*
+ * Bin and sort the points, then the cells and their boxes.  A cell's key
+ * is its coordinates in row-major order over a grid padded by DG_REACH
+ * cells on every side, so that a neighbour's key is the cell's plus fixed
+ * offsets.  False where the grid does not apply (*fit false) or memory
+ * ran out.
+ */
+static bool
+build_cells(DbGrid *gr, const TcPoints *p, double eps, bool *fit)
+{
+	int			d = gr->d;
+	double		mn[3],
+				mx[3];
+	double		w = eps / sqrt((double) d);
+	double		inv = 1.0 / w;
+	double		range = 1.0;
+
+	*fit = false;
+	for (int k = 0; k < d; k++)
+	{
+		mn[k] = INFINITY;
+		mx[k] = -INFINITY;
+	}
+	for (int64_t i = 0; i < gr->n; i++)
+		for (int k = 0; k < d; k++)
+		{
+			double		v = tc_coord(p, i, k);
+
+			mn[k] = v < mn[k] ? v : mn[k];
+			mx[k] = v > mx[k] ? v : mx[k];
+		}
+	/* the keys must fit 62 bits (cell coordinates are rounded: any cell will do) */
+	for (int k = 0; k < d; k++)
+	{
+		double		cells = floor((mx[k] - mn[k]) * inv) + 1 + 2 * DG_REACH;
+
+		if (!(w > 0) || !(inv < INFINITY) || !(cells < 0x1p40))
+			return false;
+		gr->span[k] = (uint64_t) cells;
+		range *= cells;
+	}
+	if (!(range < 0x1p62))
+		return false;
+	*fit = true;
+
+	gr->key = malloc(sizeof(uint64_t) * (size_t) gr->n);
+	gr->idx = malloc(sizeof(int64_t) * (size_t) gr->n);
+	gr->x = malloc(sizeof(double) * (size_t) gr->n * d);
+	if (gr->key == NULL || gr->idx == NULL || gr->x == NULL)
+		return false;
+	for (int64_t i = 0; i < gr->n; i++)
+	{
+		uint64_t	key = 0;
+
+		for (int k = d - 1; k >= 0; k--)
+		{
+			int64_t		c = (int64_t) ((tc_coord(p, i, k) - mn[k]) * inv) + DG_REACH;
+
+			c = c < DG_REACH ? DG_REACH : c > (int64_t) gr->span[k] - 1 - DG_REACH ?
+				(int64_t) gr->span[k] - 1 - DG_REACH : c;
+			key = key * gr->span[k] + (uint64_t) c;
+		}
+		gr->key[i] = key;
+	}
+	if (!sort_points(gr, (uint64_t) range))
+		return false;
+	for (int64_t s = 0; s < gr->n; s++)
+		for (int k = 0; k < d; k++)
+			gr->x[s * d + k] = tc_coord(p, gr->idx[s], k);
+
+	gr->ncells = 0;
+	for (int64_t s = 0; s < gr->n; s++)
+		gr->ncells += s == 0 || gr->key[s] != gr->key[s - 1];
+	gr->cstart = malloc(sizeof(int64_t) * (size_t) (gr->ncells + 1));
+	gr->ckey = malloc(sizeof(uint64_t) * (size_t) (gr->ncells + 1));
+	gr->lo = malloc(sizeof(double) * (size_t) (gr->ncells + 1) * d);
+	gr->hi = malloc(sizeof(double) * (size_t) (gr->ncells + 1) * d);
+	gr->tight = malloc(sizeof(bool) * (size_t) (gr->ncells + 1));
+	if (gr->cstart == NULL || gr->ckey == NULL || gr->lo == NULL || gr->hi == NULL ||
+		gr->tight == NULL)
+		return false;
+	for (int64_t s = 0, c = -1; s < gr->n; s++)
+	{
+		const double *xs = gr->x + s * d;
+
+		if (s == 0 || gr->key[s] != gr->key[s - 1])
+		{
+			c++;
+			gr->cstart[c] = s;
+			gr->ckey[c] = gr->key[s];
+			memcpy(gr->lo + c * d, xs, sizeof(double) * d);
+			memcpy(gr->hi + c * d, xs, sizeof(double) * d);
+		}
+		for (int k = 0; k < d; k++)
+		{
+			gr->lo[c * d + k] = xs[k] < gr->lo[c * d + k] ? xs[k] : gr->lo[c * d + k];
+			gr->hi[c * d + k] = xs[k] > gr->hi[c * d + k] ? xs[k] : gr->hi[c * d + k];
+		}
+	}
+	gr->cstart[gr->ncells] = gr->n;
+	for (int64_t c = 0; c < gr->ncells; c++)
+	{
+		double		t[3];
+
+		for (int k = 0; k < d; k++)
+			t[k] = gr->hi[c * d + k] - gr->lo[c * d + k];
+		gr->tight[c] = sq_sum(t, d) <= gr->thr;
+	}
+	return true;
+}
+
+/* Whether cells a and b may hold a pair within eps: their boxes' gap, by the contract's arithmetic. */
+static inline bool
+boxes_near(const DbGrid *gr, int64_t a, int64_t b)
+{
+	int			d = gr->d;
+	double		t[3];
+
+	for (int k = 0; k < d; k++)
+	{
+		double		g1 = gr->lo[b * d + k] - gr->hi[a * d + k];
+		double		g2 = gr->lo[a * d + k] - gr->hi[b * d + k];
+
+		t[k] = g1 > 0 ? g1 : g2 > 0 ? g2 : 0.0;
+	}
+	return sq_sum(t, d) <= gr->thr;
+}
+
+/*
+ * Each cell's neighbour cells (boxes within eps).  One sweep finds the
+ * pairs of cells with the second after the first in key order: for each
+ * row of cells at a fixed offset ahead, a pointer that only moves forward
+ * as the cells come in key order.  Each pair then goes into both cells'
+ * lists.  False: out of memory.
+ */
+static bool
+find_neighbours(DbGrid *gr)
+{
+	int64_t		ptr[(2 * DG_REACH + 1) * (2 * DG_REACH + 1)];
+	int64_t		off[(2 * DG_REACH + 1) * (2 * DG_REACH + 1)];
+	int			rows = 0;
+	int64_t		m = 0,
+				cap = gr->ncells * 4 + 1024;
+	int64_t    *pa = malloc(sizeof(int64_t) * (size_t) cap * 2);
+
+	if (pa == NULL)
+		return false;
+	/* the rows ahead: dz > 0 any dy; dz = 0, dy >= 0 (dy 0: cells after, by key) */
+	for (int dz = 0; dz <= (gr->d == 3 ? DG_REACH : 0); dz++)
+		for (int dy = dz > 0 ? -DG_REACH : 0; dy <= DG_REACH; dy++)
+		{
+			off[rows] = dy * (int64_t) gr->span[0] +
+				(gr->d == 3 ? dz * (int64_t) (gr->span[0] * gr->span[1]) : 0);
+			ptr[rows] = 0;
+			rows++;
+		}
+	for (int64_t c = 0; c < gr->ncells; c++)
+	{
+		for (int r = 0; r < rows; r++)
+		{
+			/* cells are padded, so no row wraps into the next */
+			uint64_t	lo_key = (uint64_t) ((int64_t) gr->ckey[c] + off[r] - DG_REACH);
+			uint64_t	hi_key = (uint64_t) ((int64_t) gr->ckey[c] + off[r] + DG_REACH);
+			int64_t		j;
+
+			if (r == 0)
+				lo_key = gr->ckey[c] + 1;
+			while (ptr[r] < gr->ncells && gr->ckey[ptr[r]] < lo_key)
+				ptr[r]++;
+			for (j = ptr[r]; j < gr->ncells && gr->ckey[j] <= hi_key; j++)
+			{
+				if (!boxes_near(gr, c, j))
+					continue;
+				if (m == cap)
+				{
+					int64_t    *grown = realloc(pa, sizeof(int64_t) * (size_t) cap * 4);
+
+					if (grown == NULL)
+					{
+						free(pa);
+						return false;
+					}
+					pa = grown;
+					cap *= 2;
+				}
+				pa[2 * m] = c;
+				pa[2 * m + 1] = j;
+				m++;
+			}
+		}
+	}
+	gr->astart = calloc((size_t) gr->ncells + 1, sizeof(int64_t));
+	gr->adj = malloc(sizeof(int64_t) * (size_t) (2 * m + 1));
+	if (gr->astart == NULL || gr->adj == NULL)
+	{
+		free(pa);
+		return false;
+	}
+	for (int64_t t = 0; t < m; t++)
+	{
+		gr->astart[pa[2 * t] + 1]++;
+		gr->astart[pa[2 * t + 1] + 1]++;
+	}
+	for (int64_t c = 0; c < gr->ncells; c++)
+		gr->astart[c + 1] += gr->astart[c];
+	{
+		int64_t    *fill = malloc(sizeof(int64_t) * (size_t) (gr->ncells + 1));
+
+		if (fill == NULL)
+		{
+			free(pa);
+			return false;
+		}
+		memcpy(fill, gr->astart, sizeof(int64_t) * (size_t) (gr->ncells + 1));
+		for (int64_t t = 0; t < m; t++)
+		{
+			gr->adj[fill[pa[2 * t]]++] = pa[2 * t + 1];
+			gr->adj[fill[pa[2 * t + 1]]++] = pa[2 * t];
+		}
+		free(fill);
+	}
+	free(pa);
+	return true;
+}
+
+static inline bool
+within(const DbGrid *gr, int64_t s, int64_t t, double *dist)
+{
+	return tc_within_f8(gr->x + s * gr->d, gr->x + t * gr->d, gr->d, gr->thr, dist);
+}
+
+/* The core points: a tight cell of min_points or more whole; any other point by counting. */
+static void
+find_cores(DbGrid *gr, int64_t min_points)
+{
+	for (int64_t c = 0; c < gr->ncells; c++)
+	{
+		int64_t		s0 = gr->cstart[c],
+					s1 = gr->cstart[c + 1];
+
+		gr->ncore[c] = 0;
+		for (int64_t s = s0; s < s1; s++)
+		{
+			int64_t		need = min_points - 1;
+			int64_t		cnt = 0;
+			double		dist;
+
+			if (gr->tight[c])
+				cnt = s1 - s0 - 1;
+			else
+				for (int64_t t = s0; t < s1 && cnt < need; t++)
+					cnt += t != s && within(gr, s, t, &dist);
+			for (int64_t a = gr->astart[c]; a < gr->astart[c + 1] && cnt < need; a++)
+			{
+				int64_t		o = gr->adj[a];
+
+				for (int64_t t = gr->cstart[o]; t < gr->cstart[o + 1] && cnt < need; t++)
+					cnt += within(gr, s, t, &dist);
+			}
+			gr->core[s] = cnt >= need;
+			gr->ncore[c] += gr->core[s];
+		}
+	}
+}
+
+/*
+ * The cores' union-find, over the points' sorted positions (a cell's
+ * points lie together, so finds stay in cache); a root links under the
+ * smaller position.  The graph takes the finished forest.
+ */
+static int64_t
+uf_find(int64_t *up, int64_t x)
+{
+	while (up[x] != x)
+	{
+		up[x] = up[up[x]];		/* path halving */
+		x = up[x];
+	}
+	return x;
+}
+
+static void
+uf_unite(int64_t *up, int64_t a, int64_t b)
+{
+	a = uf_find(up, a);
+	b = uf_find(up, b);
+	if (a == b)
+		return;
+	if (a < b)
+		up[b] = a;
+	else
+		up[a] = b;
+}
+
+/* A cell's first core (its cores' set, where the cell is tight), or -1. */
+static inline int64_t
+first_core(const DbGrid *gr, int64_t c)
+{
+	if (gr->ncore[c] == 0)
+		return -1;
+	for (int64_t s = gr->cstart[c];; s++)
+		if (gr->core[s])
+			return s;
+}
+
+/* Cores linked within each cell: a tight cell's all at once, any other's pair by pair. */
+static void
+link_within(DbGrid *gr, int64_t *up, int64_t c)
+{
+	int64_t		first = first_core(gr, c);
+	double		dist;
+
+	if (first < 0)
+		return;
+	for (int64_t s = first + 1; s < gr->cstart[c + 1]; s++)
+	{
+		if (!gr->core[s])
+			continue;
+		if (gr->tight[c])
+			up[s] = first;		/* every point is its own set until now */
+		else
+			for (int64_t t = first; t < s; t++)
+				if (gr->core[t] && uf_find(up, s) != uf_find(up, t) && within(gr, s, t, &dist))
+					uf_unite(up, s, t);
+	}
+}
+
+/* Cores linked to each neighbour cell after c: one pair within eps joins two tight cells. */
+static void
+link_across(DbGrid *gr, int64_t *up, int64_t c)
+{
+	int64_t		first = first_core(gr, c);
+	double		dist;
+
+	if (first < 0)
+		return;
+	for (int64_t a = gr->astart[c]; a < gr->astart[c + 1]; a++)
+	{
+		int64_t		o = gr->adj[a];
+		int64_t		fo;
+		bool		both_tight;
+		bool		linked = false;
+
+		if (o < c || (fo = first_core(gr, o)) < 0)
+			continue;
+		both_tight = gr->tight[c] && gr->tight[o];
+		if (both_tight && uf_find(up, first) == uf_find(up, fo))
+			continue;
+		for (int64_t s = first; s < gr->cstart[c + 1] && !linked; s++)
+		{
+			if (!gr->core[s])
+				continue;
+			for (int64_t t = fo; t < gr->cstart[o + 1] && !linked; t++)
+				if (gr->core[t] && (both_tight || uf_find(up, s) != uf_find(up, t)) &&
+					within(gr, s, t, &dist))
+				{
+					uf_unite(up, s, t);
+					linked = both_tight;
+				}
+		}
+	}
+}
+
+/* A non-core point's cores within eps, each a candidate for its nearest. */
+static void
+border_candidates(DbGrid *gr, TcGraph *g, int64_t c)
+{
+	for (int64_t s = gr->cstart[c]; s < gr->cstart[c + 1]; s++)
+	{
+		double		dist;
+
+		if (gr->core[s])
+			continue;
+		for (int64_t a = gr->astart[c] - 1; a < gr->astart[c + 1]; a++)
+		{
+			int64_t		o = a < gr->astart[c] ? c : gr->adj[a];
+
+			if (gr->ncore[o] == 0)
+				continue;
+			for (int64_t t = gr->cstart[o]; t < gr->cstart[o + 1]; t++)
+				if (gr->core[t] && within(gr, s, t, &dist))
+					tc_graph_dbscan_pair(g, gr->idx[s], gr->idx[t], dist);
+		}
+	}
+}
+
+TcStatus
+tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_points,
+					 int (*poll) (void *arg), void *poll_arg, bool *done, TcError *err)
+{
+	DbGrid		gr;
+	bool		fit;
+	bool	   *core = NULL;
+	int64_t    *up = NULL;
+	TcStatus	st = TC_OK;
+
+	*done = false;
+	if ((p->d != 2 && p->d != 3) || !(eps > 0) || p->n < 1)
+		return TC_OK;
+	memset(&gr, 0, sizeof(gr));
+	gr.d = p->d;
+	gr.n = p->n;
+	gr.thr = tc_sq_threshold(eps);
+	if (!build_cells(&gr, p, eps, &fit))
+	{
+		grid_free(&gr);
+		if (!fit)
+			return TC_OK;
+		goto nomem;
+	}
+	gr.core = malloc(sizeof(bool) * (size_t) gr.n);
+	gr.ncore = malloc(sizeof(int64_t) * (size_t) gr.ncells);
+	core = malloc(sizeof(bool) * (size_t) gr.n);
+	up = malloc(sizeof(int64_t) * (size_t) gr.n);
+	if (!find_neighbours(&gr) || gr.core == NULL || gr.ncore == NULL || core == NULL || up == NULL)
+		goto nomem_free;
+	if (poll && poll(poll_arg) != 0)
+	{
+		st = TC_STOPPED;
+		goto out;
+	}
+
+	find_cores(&gr, min_points);
+	for (int64_t s = 0; s < gr.n; s++)
+		core[gr.idx[s]] = gr.core[s];
+	if (!tc_graph_dbscan_set_cores(g, core))
+		goto nomem_free;
+	for (int64_t s = 0; s < gr.n; s++)
+		up[s] = s;
+	for (int64_t c = 0; c < gr.ncells; c++)
+		link_within(&gr, up, c);
+	for (int64_t c = 0; c < gr.ncells; c++)
+	{
+		link_across(&gr, up, c);
+		if (c % DG_POLL_CELLS == 0 && poll && poll(poll_arg) != 0)
+		{
+			st = TC_STOPPED;
+			goto out;
+		}
+	}
+	/* the forest to the graph: each core under its root, by original index */
+	for (int64_t s = 0; s < gr.n; s++)
+		if (gr.core[s])
+			tc_graph_dbscan_set_parent(g, gr.idx[s], gr.idx[uf_find(up, s)]);
+	for (int64_t c = 0; c < gr.ncells; c++)
+	{
+		border_candidates(&gr, g, c);
+		if (c % DG_POLL_CELLS == 0 && poll && poll(poll_arg) != 0)
+		{
+			st = TC_STOPPED;
+			goto out;
+		}
+	}
+	*done = true;
+out:
+	grid_free(&gr);
+	free(core);
+	free(up);
+	return st;
+
+nomem_free:
+	grid_free(&gr);
+	free(core);
+	free(up);
+nomem:
+	err->status = TC_ERR_NOMEM;
+	strcpy(err->message, "out of memory for DBSCAN's grid");
+	return TC_ERR_NOMEM;
+}
