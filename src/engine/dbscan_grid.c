@@ -40,7 +40,7 @@
  * by far less than the rest of a cell: their floors differ by 2 at most.
  */
 #define DG_REACH 2
-#define DG_POLL_CELLS 4096		/* cells between polls */
+#define DG_POLL_WORK 65536		/* distances (or cells) between polls: about a millisecond */
 
 typedef struct DbGrid
 {
@@ -61,6 +61,12 @@ typedef struct DbGrid
 	bool	   *core;			/* per sorted point */
 	int64_t    *ncore;			/* per cell */
 	uint64_t	span[3];		/* cells along each axis, the margins included */
+	/* polling the caller: distances computed, the next poll's count, stopped */
+	uint64_t	work;
+	uint64_t	next_poll;
+	int			(*poll) (void *arg);
+	void	   *poll_arg;
+	bool		stopped;
 } DbGrid;
 
 static void
@@ -78,6 +84,15 @@ grid_free(DbGrid *gr)
 	free(gr->adj);
 	free(gr->core);
 	free(gr->ncore);
+}
+
+/* The caller's poll, now (every 65536 steps of the O(n) passes); true: stop. */
+static bool
+poll_now(DbGrid *gr)
+{
+	if (gr->poll && gr->poll(gr->poll_arg) != 0)
+		gr->stopped = true;
+	return gr->stopped;
 }
 
 /* The contract's squared sum over the d terms t_k, in index order. */
@@ -126,6 +141,12 @@ sort_points(DbGrid *gr, uint64_t range)
 		int64_t    *ti;
 
 		memset(count, 0, sizeof(count));
+		if (poll_now(gr))
+		{
+			free(k2);
+			free(i2);
+			return false;
+		}
 		for (int64_t i = 0; i < n; i++)
 			count[(gr->key[i] >> lo) & mask]++;
 		for (uint64_t b = 0; b <= mask; b++)
@@ -209,6 +230,9 @@ build_cells(DbGrid *gr, const TcPoints *p, double eps, bool *fit)
 	{
 		uint64_t	key = 0;
 
+		if ((i & 0xffff) == 0 && poll_now(gr))
+			return false;
+
 		for (int k = d - 1; k >= 0; k--)
 		{
 			int64_t		c = (int64_t) ((tc_coord(p, i, k) - mn[k]) * inv) + DG_REACH;
@@ -222,8 +246,12 @@ build_cells(DbGrid *gr, const TcPoints *p, double eps, bool *fit)
 	if (!sort_points(gr, (uint64_t) range))
 		return false;
 	for (int64_t s = 0; s < gr->n; s++)
+	{
+		if ((s & 0xffff) == 0 && poll_now(gr))
+			return false;
 		for (int k = 0; k < d; k++)
 			gr->x[s * d + k] = tc_coord(p, gr->idx[s], k);
+	}
 
 	gr->ncells = 0;
 	for (int64_t s = 0; s < gr->n; s++)
@@ -313,6 +341,11 @@ find_neighbours(DbGrid *gr)
 		}
 	for (int64_t c = 0; c < gr->ncells; c++)
 	{
+		if ((c & 0xffff) == 0 && poll_now(gr))
+		{
+			free(pa);
+			return false;
+		}
 		for (int r = 0; r < rows; r++)
 		{
 			/* cells are padded, so no row wraps into the next */
@@ -381,9 +414,26 @@ find_neighbours(DbGrid *gr)
 }
 
 static inline bool
-within(const DbGrid *gr, int64_t s, int64_t t, double *dist)
+within(DbGrid *gr, int64_t s, int64_t t, double *dist)
 {
+	gr->work++;
 	return tc_within_f8(gr->x + s * gr->d, gr->x + t * gr->d, gr->d, gr->thr, dist);
+}
+
+/*
+ * Whether to stop: the caller's poll about every DG_POLL_WORK distances
+ * (a cell or a point counts one), so that a cancel never waits long, even
+ * where a few points meet huge cells.
+ */
+static bool
+should_stop(DbGrid *gr)
+{
+	if (++gr->work < gr->next_poll)
+		return gr->stopped;
+	gr->next_poll = gr->work + DG_POLL_WORK;
+	if (gr->poll && gr->poll(gr->poll_arg) != 0)
+		gr->stopped = true;
+	return gr->stopped;
 }
 
 /* The core points: a tight cell of min_points or more whole; any other point by counting. */
@@ -402,6 +452,8 @@ find_cores(DbGrid *gr, int64_t min_points)
 			int64_t		cnt = 0;
 			double		dist;
 
+			if (should_stop(gr))
+				return;
 			if (gr->tight[c])
 				cnt = s1 - s0 - 1;
 			else
@@ -471,7 +523,7 @@ link_within(DbGrid *gr, int64_t *up, int64_t c)
 		return;
 	for (int64_t s = first + 1; s < gr->cstart[c + 1]; s++)
 	{
-		if (!gr->core[s])
+		if (!gr->core[s] || should_stop(gr))
 			continue;
 		if (gr->tight[c])
 			up[s] = first;		/* every point is its own set until now */
@@ -505,7 +557,7 @@ link_across(DbGrid *gr, int64_t *up, int64_t c)
 			continue;
 		for (int64_t s = first; s < gr->cstart[c + 1] && !linked; s++)
 		{
-			if (!gr->core[s])
+			if (!gr->core[s] || should_stop(gr))
 				continue;
 			for (int64_t t = fo; t < gr->cstart[o + 1] && !linked; t++)
 				if (gr->core[t] && (both_tight || uf_find(up, s) != uf_find(up, t)) &&
@@ -526,7 +578,7 @@ border_candidates(DbGrid *gr, TcGraph *g, int64_t c)
 	{
 		double		dist;
 
-		if (gr->core[s])
+		if (gr->core[s] || should_stop(gr))
 			continue;
 		for (int64_t a = gr->astart[c] - 1; a < gr->astart[c + 1]; a++)
 		{
@@ -549,7 +601,6 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 	bool		fit;
 	bool	   *core = NULL;
 	int64_t    *up = NULL;
-	TcStatus	st = TC_OK;
 
 	*done = false;
 	if ((p->d != 2 && p->d != 3) || !(eps > 0) || p->n < 1)
@@ -558,11 +609,15 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 	gr.d = p->d;
 	gr.n = p->n;
 	gr.thr = tc_sq_threshold(eps);
+	gr.poll = poll;
+	gr.poll_arg = poll_arg;
 	if (!build_cells(&gr, p, eps, &fit))
 	{
 		grid_free(&gr);
 		if (!fit)
 			return TC_OK;
+		if (gr.stopped)
+			return TC_STOPPED;
 		goto nomem;
 	}
 	gr.core = malloc(sizeof(bool) * (size_t) gr.n);
@@ -570,50 +625,45 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 	core = malloc(sizeof(bool) * (size_t) gr.n);
 	up = malloc(sizeof(int64_t) * (size_t) gr.n);
 	if (!find_neighbours(&gr) || gr.core == NULL || gr.ncore == NULL || core == NULL || up == NULL)
-		goto nomem_free;
-	if (poll && poll(poll_arg) != 0)
 	{
-		st = TC_STOPPED;
-		goto out;
+		if (gr.stopped)
+			goto stopped;
+		goto nomem_free;
 	}
-
 	find_cores(&gr, min_points);
+	if (gr.stopped)
+		goto stopped;
 	for (int64_t s = 0; s < gr.n; s++)
 		core[gr.idx[s]] = gr.core[s];
 	if (!tc_graph_dbscan_set_cores(g, core))
 		goto nomem_free;
 	for (int64_t s = 0; s < gr.n; s++)
 		up[s] = s;
-	for (int64_t c = 0; c < gr.ncells; c++)
+	for (int64_t c = 0; c < gr.ncells && !gr.stopped; c++)
 		link_within(&gr, up, c);
-	for (int64_t c = 0; c < gr.ncells; c++)
-	{
+	for (int64_t c = 0; c < gr.ncells && !gr.stopped; c++)
 		link_across(&gr, up, c);
-		if (c % DG_POLL_CELLS == 0 && poll && poll(poll_arg) != 0)
-		{
-			st = TC_STOPPED;
-			goto out;
-		}
-	}
+	if (gr.stopped)
+		goto stopped;
 	/* the forest to the graph: each core under its root, by original index */
 	for (int64_t s = 0; s < gr.n; s++)
 		if (gr.core[s])
 			tc_graph_dbscan_set_parent(g, gr.idx[s], gr.idx[uf_find(up, s)]);
-	for (int64_t c = 0; c < gr.ncells; c++)
-	{
+	for (int64_t c = 0; c < gr.ncells && !gr.stopped; c++)
 		border_candidates(&gr, g, c);
-		if (c % DG_POLL_CELLS == 0 && poll && poll(poll_arg) != 0)
-		{
-			st = TC_STOPPED;
-			goto out;
-		}
-	}
+	if (gr.stopped)
+		goto stopped;
 	*done = true;
-out:
 	grid_free(&gr);
 	free(core);
 	free(up);
-	return st;
+	return TC_OK;
+
+stopped:
+	grid_free(&gr);
+	free(core);
+	free(up);
+	return TC_STOPPED;
 
 nomem_free:
 	grid_free(&gr);

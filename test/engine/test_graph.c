@@ -224,6 +224,15 @@ check_components(const RefGraph *r, const TcPoints *p, const int64_t *ids, const
 	tc_graph_destroy(g);
 }
 
+/* A poll that asks to stop at its polls[1]-th call, counting them in polls[0]. */
+static int
+stop_at(void *arg)
+{
+	int		   *polls = arg;
+
+	return ++polls[0] >= polls[1];
+}
+
 /* DBSCAN by the definition: returns the clusters found, for the case's shape checks. */
 static int64_t
 check_dbscan(const RefGraph *r, const TcPoints *p, const int64_t *ids, const TcJoinParams *params,
@@ -280,7 +289,15 @@ check_dbscan(const RefGraph *r, const TcPoints *p, const int64_t *ids, const TcJ
 		TcError		err;
 		TcGraph    *gg = tc_graph_create(TC_GRAPH_DBSCAN, r->n, ids, 0, 1, &err);
 		bool		done = false;
-		TcStatus	st = tc_graph_dbscan_grid(gg, p, params->eps, min_points, NULL, NULL, &done, &err);
+		int			polls[2] = {0, 1 + (int) ((min_points + r->n) % 8)};
+		TcStatus	st;
+
+		/* stopped in some phase by a poll, then run again on the same graph: as if never stopped */
+		st = tc_graph_dbscan_grid(gg, p, params->eps, min_points, stop_at, polls, &done, &err);
+		CHECK((st == TC_STOPPED && polls[0] == polls[1] && !done) || st == TC_OK,
+			  "the grid's DBSCAN, told to stop at poll %d: status %d, %d polls, done %d", polls[1],
+			  (int) st, polls[0], (int) done);
+		st = tc_graph_dbscan_grid(gg, p, params->eps, min_points, NULL, NULL, &done, &err);
 
 		bad = 0;
 		if (st == TC_OK && done)

@@ -44,6 +44,11 @@ INSERT INTO c_8d
     FROM generate_series(1, 300000) i;
 
 -- Every pair within eps: 12.5 million rows into the tuplestore.
+-- DBSCAN on the CPU's grid of cells (no join): 1,500,000 uniform 2-D points.
+CREATE UNLOGGED TABLE c_2d (id int PRIMARY KEY, vec real[]);
+INSERT INTO c_2d SELECT i, ARRAY[random(), random()]::real[] FROM generate_series(1, 1500000) i;
+ANALYZE c_2d;
+
 CREATE UNLOGGED TABLE c_dense (id int PRIMARY KEY, vec float8[]);
 INSERT INTO c_dense
     SELECT i, ARRAY[random() * 1e-3, random() * 1e-3, random() * 1e-3]

@@ -3,7 +3,7 @@
 # statement_timeout stop a join within a second, in any phase.  For each
 # phase SQL can reach (loading the column, the grid's plan and index, the
 # float32 filter's set-up, the join's work items, the output into the
-# tuplestore) this suite
+# tuplestore, DBSCAN on the CPU's grid of cells) this suite
 #   - sets statement_timeout to a moment inside the phase and runs the
 #     join: the delay is the statement's time (psql's \timing, so the round
 #     trip counts against us) minus the timeout;
@@ -87,6 +87,7 @@ SCEN=(
 "work items: 300,000 x 8, many cells|grid|SELECT count(*) FROM tc_selfjoin('c_8d', 'vec', 0.15, method => 'grid')|self|load+index|join"
 "work items: 300,000 x 8, no filter|brute|SELECT count(*) FROM tc_selfjoin('c_8d', 'vec', 0.15, method => 'brute')|SELECT count(*) FROM tc_join('c_8d', 'vec', 'c_one8', 'vec', 0.15, method => 'brute')|load+index|600"
 "output: 12.5 million pairs|auto|SELECT count(*) FROM tc_selfjoin('c_dense', 'vec', 0.01)|self|load+index|join"
+"DBSCAN on the CPU's grid: 1,500,000 x 2|auto|SELECT count(*) FROM tc_dbscan('c_2d', 'vec', 0.002, 5)|self|load|join"
 )
 
 RESULTS=$WORK/results   # scenario index, how, delay ms
