@@ -27,8 +27,12 @@
  * or eps is 0, the caller runs the joins instead.
  */
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "distance.h"
 #include "engine_int.h"
@@ -41,6 +45,8 @@
  */
 #define DG_REACH 2
 #define DG_POLL_WORK 65536		/* distances (or cells) between polls: about a millisecond */
+#define DG_CHUNK 256			/* cells a thread takes at a time */
+#define DG_MAX_THREADS 64
 
 typedef struct DbGrid
 {
@@ -61,13 +67,20 @@ typedef struct DbGrid
 	bool	   *core;			/* per sorted point */
 	int64_t    *ncore;			/* per cell */
 	uint64_t	span[3];		/* cells along each axis, the margins included */
-	/* polling the caller: distances computed, the next poll's count, stopped */
-	uint64_t	work;
-	uint64_t	next_poll;
+	/* the caller's poll (its thread alone calls it), and whether it said stop */
 	int			(*poll) (void *arg);
 	void	   *poll_arg;
-	bool		stopped;
+	atomic_bool stop;
 } DbGrid;
+
+/* A thread's view: its own count of distances toward its next poll. */
+typedef struct DgCtx
+{
+	DbGrid	   *gr;
+	uint64_t	work;
+	uint64_t	next_poll;
+	bool		main;			/* the caller's thread, the only one that polls */
+} DgCtx;
 
 static void
 grid_free(DbGrid *gr)
@@ -86,13 +99,15 @@ grid_free(DbGrid *gr)
 	free(gr->ncore);
 }
 
-/* The caller's poll, now (every 65536 steps of the O(n) passes); true: stop. */
+/* The caller's poll, now (every 65536 steps of the O(n) passes, and while waiting for threads); true: stop. */
 static bool
 poll_now(DbGrid *gr)
 {
+	if (atomic_load(&gr->stop))
+		return true;			/* told once is enough */
 	if (gr->poll && gr->poll(gr->poll_arg) != 0)
-		gr->stopped = true;
-	return gr->stopped;
+		atomic_store(&gr->stop, true);
+	return atomic_load(&gr->stop);
 }
 
 /* The contract's squared sum over the d terms t_k, in index order. */
@@ -414,61 +429,63 @@ find_neighbours(DbGrid *gr)
 }
 
 static inline bool
-within(DbGrid *gr, int64_t s, int64_t t, double *dist)
+within(DgCtx *cx, int64_t s, int64_t t, double *dist)
 {
-	gr->work++;
+	const DbGrid *gr = cx->gr;
+
+	cx->work++;
 	return tc_within_f8(gr->x + s * gr->d, gr->x + t * gr->d, gr->d, gr->thr, dist);
 }
 
 /*
- * Whether to stop: the caller's poll about every DG_POLL_WORK distances
- * (a cell or a point counts one), so that a cancel never waits long, even
- * where a few points meet huge cells.
+ * Whether to stop: on the caller's thread, its poll about every
+ * DG_POLL_WORK distances (a point counts one), so that a cancel never
+ * waits long, even where a few points meet huge cells; elsewhere, what it
+ * said.
  */
 static bool
-should_stop(DbGrid *gr)
+should_stop(DgCtx *cx)
 {
-	if (++gr->work < gr->next_poll)
-		return gr->stopped;
-	gr->next_poll = gr->work + DG_POLL_WORK;
-	if (gr->poll && gr->poll(gr->poll_arg) != 0)
-		gr->stopped = true;
-	return gr->stopped;
+	if (++cx->work >= cx->next_poll)
+	{
+		cx->next_poll = cx->work + DG_POLL_WORK;
+		if (cx->main)
+			return poll_now(cx->gr);
+	}
+	return atomic_load_explicit(&cx->gr->stop, memory_order_relaxed);
 }
 
-/* The core points: a tight cell of min_points or more whole; any other point by counting. */
+/* Cell c's core points: a tight cell of min_points or more whole; any other point by counting. */
 static void
-find_cores(DbGrid *gr, int64_t min_points)
+find_cores(DgCtx *cx, int64_t min_points, int64_t c)
 {
-	for (int64_t c = 0; c < gr->ncells; c++)
+	DbGrid	   *gr = cx->gr;
+	int64_t		s0 = gr->cstart[c],
+				s1 = gr->cstart[c + 1];
+
+	gr->ncore[c] = 0;
+	for (int64_t s = s0; s < s1; s++)
 	{
-		int64_t		s0 = gr->cstart[c],
-					s1 = gr->cstart[c + 1];
+		int64_t		need = min_points - 1;
+		int64_t		cnt = 0;
+		double		dist;
 
-		gr->ncore[c] = 0;
-		for (int64_t s = s0; s < s1; s++)
+		if (should_stop(cx))
+			return;
+		if (gr->tight[c])
+			cnt = s1 - s0 - 1;
+		else
+			for (int64_t t = s0; t < s1 && cnt < need; t++)
+				cnt += t != s && within(cx, s, t, &dist);
+		for (int64_t a = gr->astart[c]; a < gr->astart[c + 1] && cnt < need; a++)
 		{
-			int64_t		need = min_points - 1;
-			int64_t		cnt = 0;
-			double		dist;
+			int64_t		o = gr->adj[a];
 
-			if (should_stop(gr))
-				return;
-			if (gr->tight[c])
-				cnt = s1 - s0 - 1;
-			else
-				for (int64_t t = s0; t < s1 && cnt < need; t++)
-					cnt += t != s && within(gr, s, t, &dist);
-			for (int64_t a = gr->astart[c]; a < gr->astart[c + 1] && cnt < need; a++)
-			{
-				int64_t		o = gr->adj[a];
-
-				for (int64_t t = gr->cstart[o]; t < gr->cstart[o + 1] && cnt < need; t++)
-					cnt += within(gr, s, t, &dist);
-			}
-			gr->core[s] = cnt >= need;
-			gr->ncore[c] += gr->core[s];
+			for (int64_t t = gr->cstart[o]; t < gr->cstart[o + 1] && cnt < need; t++)
+				cnt += within(cx, s, t, &dist);
 		}
+		gr->core[s] = cnt >= need;
+		gr->ncore[c] += gr->core[s];
 	}
 }
 
@@ -514,8 +531,9 @@ first_core(const DbGrid *gr, int64_t c)
 
 /* Cores linked within each cell: a tight cell's all at once, any other's pair by pair. */
 static void
-link_within(DbGrid *gr, int64_t *up, int64_t c)
+link_within(DgCtx *cx, int64_t *up, int64_t c)
 {
+	DbGrid	   *gr = cx->gr;
 	int64_t		first = first_core(gr, c);
 	double		dist;
 
@@ -523,21 +541,22 @@ link_within(DbGrid *gr, int64_t *up, int64_t c)
 		return;
 	for (int64_t s = first + 1; s < gr->cstart[c + 1]; s++)
 	{
-		if (!gr->core[s] || should_stop(gr))
+		if (!gr->core[s] || should_stop(cx))
 			continue;
 		if (gr->tight[c])
 			up[s] = first;		/* every point is its own set until now */
 		else
 			for (int64_t t = first; t < s; t++)
-				if (gr->core[t] && uf_find(up, s) != uf_find(up, t) && within(gr, s, t, &dist))
+				if (gr->core[t] && uf_find(up, s) != uf_find(up, t) && within(cx, s, t, &dist))
 					uf_unite(up, s, t);
 	}
 }
 
 /* Cores linked to each neighbour cell after c: one pair within eps joins two tight cells. */
 static void
-link_across(DbGrid *gr, int64_t *up, int64_t c)
+link_across(DgCtx *cx, int64_t *up, int64_t c)
 {
+	DbGrid	   *gr = cx->gr;
 	int64_t		first = first_core(gr, c);
 	double		dist;
 
@@ -557,11 +576,11 @@ link_across(DbGrid *gr, int64_t *up, int64_t c)
 			continue;
 		for (int64_t s = first; s < gr->cstart[c + 1] && !linked; s++)
 		{
-			if (!gr->core[s] || should_stop(gr))
+			if (!gr->core[s] || should_stop(cx))
 				continue;
 			for (int64_t t = fo; t < gr->cstart[o + 1] && !linked; t++)
 				if (gr->core[t] && (both_tight || uf_find(up, s) != uf_find(up, t)) &&
-					within(gr, s, t, &dist))
+					within(cx, s, t, &dist))
 				{
 					uf_unite(up, s, t);
 					linked = both_tight;
@@ -572,13 +591,15 @@ link_across(DbGrid *gr, int64_t *up, int64_t c)
 
 /* A non-core point's cores within eps, each a candidate for its nearest. */
 static void
-border_candidates(DbGrid *gr, TcGraph *g, int64_t c)
+border_candidates(DgCtx *cx, TcGraph *g, int64_t c)
 {
+	DbGrid	   *gr = cx->gr;
+
 	for (int64_t s = gr->cstart[c]; s < gr->cstart[c + 1]; s++)
 	{
 		double		dist;
 
-		if (gr->core[s] || should_stop(gr))
+		if (gr->core[s] || should_stop(cx))
 			continue;
 		for (int64_t a = gr->astart[c] - 1; a < gr->astart[c + 1]; a++)
 		{
@@ -587,17 +608,102 @@ border_candidates(DbGrid *gr, TcGraph *g, int64_t c)
 			if (gr->ncore[o] == 0)
 				continue;
 			for (int64_t t = gr->cstart[o]; t < gr->cstart[o + 1]; t++)
-				if (gr->core[t] && within(gr, s, t, &dist))
+				if (gr->core[t] && within(cx, s, t, &dist))
 					tc_graph_dbscan_pair(g, gr->idx[s], gr->idx[t], dist);
 		}
 	}
 }
 
+/*
+ * A phase whose cells are independent (the cores, the border candidates),
+ * shared by threads taking DG_CHUNK cells at a time.  The helpers start
+ * with every signal blocked and never poll; the caller's thread takes its
+ * share, then polls while it waits for them.
+ */
+typedef struct DgPhase
+{
+	DbGrid	   *gr;
+	TcGraph    *g;
+	int64_t		min_points;
+	bool		borders;		/* the border candidates, else the cores */
+	atomic_llong next;			/* the next chunk's first cell */
+	atomic_int	running;		/* helpers not yet done */
+} DgPhase;
+
+static void
+phase_share(DgPhase *ph, DgCtx *cx)
+{
+	for (;;)
+	{
+		int64_t		c0 = atomic_fetch_add(&ph->next, DG_CHUNK);
+		int64_t		c1 = c0 + DG_CHUNK < ph->gr->ncells ? c0 + DG_CHUNK : ph->gr->ncells;
+
+		if (c0 >= ph->gr->ncells || atomic_load(&ph->gr->stop))
+			return;
+		for (int64_t c = c0; c < c1; c++)
+		{
+			if (ph->borders)
+				border_candidates(cx, ph->g, c);
+			else
+				find_cores(cx, ph->min_points, c);
+		}
+	}
+}
+
+static void *
+phase_main(void *arg)
+{
+	DgPhase    *ph = arg;
+	DgCtx		cx = {ph->gr, 0, DG_POLL_WORK, false};
+
+	phase_share(ph, &cx);
+	atomic_fetch_sub(&ph->running, 1);
+	return NULL;
+}
+
+static void
+run_phase(DgPhase *ph, int threads, DgCtx *cx)
+{
+	pthread_t	th[DG_MAX_THREADS];
+	int			started = 0;
+	sigset_t	all,
+				old;
+
+	atomic_store(&ph->next, 0);
+	atomic_store(&ph->running, 0);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int t = 1; t < threads && t < DG_MAX_THREADS; t++)
+	{
+		atomic_fetch_add(&ph->running, 1);
+		if (pthread_create(&th[started], NULL, phase_main, ph) != 0)
+		{
+			atomic_fetch_sub(&ph->running, 1);
+			break;
+		}
+		started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	phase_share(ph, cx);
+	while (atomic_load(&ph->running) > 0)
+	{
+		struct timespec ms = {0, 500000};
+
+		nanosleep(&ms, NULL);
+		poll_now(cx->gr);
+	}
+	for (int t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+}
+
 TcStatus
 tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_points,
-					 int (*poll) (void *arg), void *poll_arg, bool *done, TcError *err)
+					 int threads, int (*poll) (void *arg), void *poll_arg, bool *done,
+					 TcError *err)
 {
 	DbGrid		gr;
+	DgCtx		cx = {&gr, 0, 0, true};
+	DgPhase		ph;
 	bool		fit;
 	bool	   *core = NULL;
 	int64_t    *up = NULL;
@@ -606,6 +712,10 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 	if ((p->d != 2 && p->d != 3) || !(eps > 0) || p->n < 1)
 		return TC_OK;
 	memset(&gr, 0, sizeof(gr));
+	atomic_init(&gr.stop, false);
+	memset(&ph, 0, sizeof(ph));
+	atomic_init(&ph.next, 0);
+	atomic_init(&ph.running, 0);
 	gr.d = p->d;
 	gr.n = p->n;
 	gr.thr = tc_sq_threshold(eps);
@@ -616,7 +726,7 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 		grid_free(&gr);
 		if (!fit)
 			return TC_OK;
-		if (gr.stopped)
+		if (atomic_load(&gr.stop))
 			return TC_STOPPED;
 		goto nomem;
 	}
@@ -626,12 +736,16 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 	up = malloc(sizeof(int64_t) * (size_t) gr.n);
 	if (!find_neighbours(&gr) || gr.core == NULL || gr.ncore == NULL || core == NULL || up == NULL)
 	{
-		if (gr.stopped)
+		if (atomic_load(&gr.stop))
 			goto stopped;
 		goto nomem_free;
 	}
-	find_cores(&gr, min_points);
-	if (gr.stopped)
+	ph.gr = &gr;
+	ph.g = g;
+	ph.min_points = min_points;
+	ph.borders = false;
+	run_phase(&ph, threads, &cx);
+	if (atomic_load(&gr.stop))
 		goto stopped;
 	for (int64_t s = 0; s < gr.n; s++)
 		core[gr.idx[s]] = gr.core[s];
@@ -639,19 +753,20 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 		goto nomem_free;
 	for (int64_t s = 0; s < gr.n; s++)
 		up[s] = s;
-	for (int64_t c = 0; c < gr.ncells && !gr.stopped; c++)
-		link_within(&gr, up, c);
-	for (int64_t c = 0; c < gr.ncells && !gr.stopped; c++)
-		link_across(&gr, up, c);
-	if (gr.stopped)
+	for (int64_t c = 0; c < gr.ncells && !atomic_load(&gr.stop); c++)
+		link_within(&cx, up, c);
+	for (int64_t c = 0; c < gr.ncells && !atomic_load(&gr.stop); c++)
+		link_across(&cx, up, c);
+	if (atomic_load(&gr.stop))
 		goto stopped;
 	/* the forest to the graph: each core under its root, by original index */
 	for (int64_t s = 0; s < gr.n; s++)
 		if (gr.core[s])
 			tc_graph_dbscan_set_parent(g, gr.idx[s], gr.idx[uf_find(up, s)]);
-	for (int64_t c = 0; c < gr.ncells && !gr.stopped; c++)
-		border_candidates(&gr, g, c);
-	if (gr.stopped)
+	/* each border point's candidates written by one thread: its own entry of the graph */
+	ph.borders = true;
+	run_phase(&ph, threads, &cx);
+	if (atomic_load(&gr.stop))
 		goto stopped;
 	*done = true;
 	grid_free(&gr);

@@ -484,12 +484,14 @@ extern void tc_graph_dbscan(TcGraph *g, int32_t *cluster, bool *is_core);
  * contract's distance for every other decision (dbscan_grid.c); the same
  * answer as the joins (then tc_graph_dbscan).  *done false where it does
  * not apply (other d, eps 0, a grid too fine for its keys): run the joins.
- * poll is called now and then; non-zero stops it (TC_STOPPED), and a later
- * call starts again.
+ * threads share its independent phases (the caller's among them).  poll is
+ * called now and then on the caller's thread and must return (not leave by
+ * longjmp: threads may be running); non-zero stops it (TC_STOPPED), and a
+ * later call starts again.
  */
 extern TcStatus tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_points,
-									 int (*poll) (void *arg), void *poll_arg, bool *done,
-									 TcError *err);
+									 int threads, int (*poll) (void *arg), void *poll_arg,
+									 bool *done, TcError *err);
 
 /*
  * The fold (TcSink.fold) a GPU join may run on the device for the graph's

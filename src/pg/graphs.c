@@ -313,7 +313,7 @@ dbscan_on_grid(GraphCall *gc, int32 min_points)
 	for (;;)
 	{
 		st = tc_graph_dbscan_grid(gc->graph, &gc->loaded.points, gc->params.eps, min_points,
-								  interrupt_pending, NULL, &done, &err);
+								  gc->params.threads, interrupt_pending, NULL, &done, &err);
 		if (st != TC_STOPPED)
 			break;
 		/* an interrupt that is not an error (and returns here): start again */
@@ -333,7 +333,7 @@ dbscan_on_grid(GraphCall *gc, int32 min_points)
 	gc->rs.join.device = "cpu";
 	gc->rs.join.method = "grid";
 	gc->rs.join.metric = "euclidean";
-	gc->rs.join.threads = 1;
+	gc->rs.join.threads = gc->params.threads;
 	gc->rs.join.join_seconds = tc_now() - t0;
 	snprintf(gc->rs.join.device_choice, sizeof(gc->rs.join.device_choice),
 			 "DBSCAN on the CPU's grid of cells, without the joins");

@@ -293,11 +293,13 @@ check_dbscan(const RefGraph *r, const TcPoints *p, const int64_t *ids, const TcJ
 		TcStatus	st;
 
 		/* stopped in some phase by a poll, then run again on the same graph: as if never stopped */
-		st = tc_graph_dbscan_grid(gg, p, params->eps, min_points, stop_at, polls, &done, &err);
+		st = tc_graph_dbscan_grid(gg, p, params->eps, min_points, params->threads, stop_at, polls,
+								  &done, &err);
 		CHECK((st == TC_STOPPED && polls[0] == polls[1] && !done) || st == TC_OK,
 			  "the grid's DBSCAN, told to stop at poll %d: status %d, %d polls, done %d", polls[1],
 			  (int) st, polls[0], (int) done);
-		st = tc_graph_dbscan_grid(gg, p, params->eps, min_points, NULL, NULL, &done, &err);
+		st = tc_graph_dbscan_grid(gg, p, params->eps, min_points, params->threads, NULL, NULL, &done,
+								  &err);
 
 		bad = 0;
 		if (st == TC_OK && done)
