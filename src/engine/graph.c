@@ -9,11 +9,13 @@
  * increments, the components by a lock-free union-find that links the
  * root of larger index under the smaller by compare-and-swap (two links
  * can then never close a cycle), a border point's nearest core under a
- * one-byte lock of its own.  Batches on the caller's thread alone take
- * plain increments and links by rank.
+ * one-byte lock of its own, as is a neighbour list that other threads may
+ * feed (the nearest of a two-set join).  Batches on the caller's thread
+ * alone take plain increments and links by rank.
  * The caller's thread waits for the pool before emit returns, so nothing
  * runs while the caller polls or leaves.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -24,8 +26,9 @@
 
 /*
  * A batch of at least this many pairs is split over the graph's threads
- * (degrees, components and DBSCAN; neighbour lists stay on the caller's
- * thread): the GPU hands over millions of pairs at a time.
+ * (degrees, components, DBSCAN and a two-set join's nearest; a self-join's
+ * neighbour lists stay on the caller's thread, as each pair feeds two):
+ * the GPU hands over millions of pairs at a time.
  */
 #define TC_GRAPH_SPLIT_PAIRS 65536
 
@@ -42,15 +45,16 @@ typedef struct NbList
 	int			len;
 	int			cap;
 	bool		sorted;
+	_Atomic unsigned char lock; /* TC_GRAPH_NEAREST: held where threads share the list's pairs */
 } NbList;
 
 struct TcGraph
 {
 	TcGraphKind kind;
 	int64_t		n;
-	const int64_t *ids;
+	const int64_t *ids;			/* TC_GRAPH_NEAREST: the second set's */
 	int			k;				/* neighbours kept a point; 0: all */
-	bool		failed;			/* out of memory growing a list */
+	atomic_bool failed;			/* out of memory growing a list (any thread) */
 
 	_Atomic int64_t *deg;		/* degrees, DBSCAN */
 	NbList	   *lists;			/* neighbours */
@@ -103,7 +107,7 @@ pool_start(TcGraph *g, int threads)
 	g->split = TC_GRAPH_SPLIT_PAIRS;
 	g->nthreads = 1;
 	if (threads < 2 || (g->kind != TC_GRAPH_DEGREES && g->kind != TC_GRAPH_COMPONENTS &&
-						g->kind != TC_GRAPH_DBSCAN))
+						g->kind != TC_GRAPH_DBSCAN && g->kind != TC_GRAPH_NEAREST))
 		return;
 	g->threads = calloc((size_t) threads, sizeof(pthread_t));
 	if (g->threads == NULL)
@@ -123,8 +127,9 @@ pool_start(TcGraph *g, int threads)
 	g->nthreads = g->started + 1;
 }
 
-TcGraph *
-tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int threads, TcError *err)
+/* n points' state; ids name the neighbours (the second set's in TC_GRAPH_NEAREST). */
+static TcGraph *
+graph_new(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int threads, TcError *err)
 {
 	TcGraph    *g = calloc(1, sizeof(TcGraph));
 	bool		ok = g != NULL;
@@ -135,9 +140,10 @@ tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int thre
 		g->n = n;
 		g->ids = ids;
 		g->k = k > 0 ? k : 0;
+		atomic_init(&g->failed, false);
 		if (kind == TC_GRAPH_DEGREES || kind == TC_GRAPH_DBSCAN)
 			ok &= (g->deg = alloc_n(n, sizeof(int64_t))) != NULL;
-		if (kind == TC_GRAPH_NEIGHBORS)
+		if (kind == TC_GRAPH_NEIGHBORS || kind == TC_GRAPH_NEAREST)
 			ok &= (g->lists = alloc_n(n, sizeof(NbList))) != NULL;
 		if (kind == TC_GRAPH_COMPONENTS || kind == TC_GRAPH_DBSCAN)
 		{
@@ -160,6 +166,28 @@ tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int thre
 		return NULL;
 	}
 	return g;
+}
+
+TcGraph *
+tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int threads, TcError *err)
+{
+	/* the nearest take the other set's ids: tc_graph_create_nearest */
+	if (kind == TC_GRAPH_NEAREST)
+	{
+		if (err)
+		{
+			err->status = TC_ERR_INVALID;
+			strcpy(err->message, "a two-set join's nearest come from tc_graph_create_nearest");
+		}
+		return NULL;
+	}
+	return graph_new(kind, n, ids, k, threads, err);
+}
+
+TcGraph *
+tc_graph_create_nearest(int64_t n_a, const int64_t *ids_b, int k, int threads, TcError *err)
+{
+	return graph_new(TC_GRAPH_NEAREST, n_a, ids_b, k, threads, err);
 }
 
 void
@@ -353,7 +381,8 @@ nb_add(TcGraph *g, int64_t i, int64_t other, double dist)
 
 		if (g->k > 0 && cap > g->k)
 			cap = g->k;
-		grown = realloc(l->e, sizeof(NbEntry) * (size_t) cap);
+		/* a list's length is an int: past it, as out of memory */
+		grown = l->cap > INT_MAX / 2 ? NULL : realloc(l->e, sizeof(NbEntry) * (size_t) cap);
 		if (grown == NULL)
 		{
 			g->failed = true;
@@ -365,6 +394,18 @@ nb_add(TcGraph *g, int64_t i, int64_t other, double dist)
 	l->e[l->len++] = e;
 	if (g->k > 0)
 		heap_up(l->e, l->len - 1);
+}
+
+/* nb_add where other threads may feed the same list. */
+static void
+nb_add_conc(TcGraph *g, int64_t i, int64_t other, double dist)
+{
+	NbList	   *l = &g->lists[i];
+
+	while (atomic_exchange_explicit(&l->lock, 1, memory_order_acquire))
+		;
+	nb_add(g, i, other, dist);
+	atomic_store_explicit(&l->lock, 0, memory_order_release);
 }
 
 static int
@@ -485,6 +526,16 @@ apply(TcGraph *g, const TcPair *pairs, size_t lo, size_t hi, bool conc)
 		case TC_GRAPH_DEGREES:
 			count_degrees(g, pairs, lo, hi, conc);
 			break;
+		case TC_GRAPH_NEAREST:
+			/* a pair (a, b) feeds a's list alone */
+			for (size_t p = lo; p < hi && !g->failed; p++)
+			{
+				if (conc)
+					nb_add_conc(g, pairs[p].a, pairs[p].b, pairs[p].dist);
+				else
+					nb_add(g, pairs[p].a, pairs[p].b, pairs[p].dist);
+			}
+			break;
 		default:
 			break;
 	}
@@ -575,7 +626,7 @@ tc_graph_emit(void *graph, const TcPair *pairs, size_t count)
 				apply(g, pairs, 0, count, false);
 			break;
 	}
-	return 0;
+	return g->failed ? 1 : 0;
 }
 
 /* ---------- a worker's pairs, one at a time ---------- */
@@ -615,6 +666,16 @@ reduce_dbscan(void *graph, int64_t a, int64_t b, double dist)
 		add_degrees(g, a, b);
 }
 
+/* The k nearest: a's list, locked (the workers split the join by points of a, so rarely contended). */
+static void
+reduce_nearest(void *graph, int64_t a, int64_t b, double dist)
+{
+	TcGraph    *g = graph;
+
+	if (!g->failed)
+		nb_add_conc(g, a, b, dist);
+}
+
 void		(*tc_graph_reducer(const TcGraph *g)) (void *graph, int64_t a, int64_t b, double dist)
 {
 	switch (g->kind)
@@ -627,6 +688,9 @@ void		(*tc_graph_reducer(const TcGraph *g)) (void *graph, int64_t a, int64_t b, 
 			return reduce_components;
 		case TC_GRAPH_DBSCAN:
 			return reduce_dbscan;
+		case TC_GRAPH_NEAREST:
+			/* without k the lists grow: through emit, which stops the join where memory runs out */
+			return g->k > 0 ? reduce_nearest : NULL;
 		default:
 			return NULL;
 	}
