@@ -178,7 +178,10 @@ typedef struct TcSink
 	 * Where set, the CPU's workers hand it each pair on their own threads
 	 * instead of batching the pairs for emit (an aggregate: it must be
 	 * thread-safe and must not call into the host); the join's pair count
-	 * still counts them.  The GPU's pairs still come through emit.
+	 * still counts them.  The GPU's pairs still come through emit.  In a
+	 * two-set join the workers split the work by points of a: every pair
+	 * of one point of a reaches reduce on one thread, so state kept per
+	 * point of a needs no lock there (the CPU back ends keep this).
 	 */
 	void		(*reduce) (void *arg, int64_t a, int64_t b, double dist);
 } TcSink;
@@ -398,7 +401,8 @@ extern TcGraph *tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids,
  * (a, b) pairs, each from any back end (a CPU's workers through the
  * reducer where k > 0, or batches through tc_graph_emit), and
  * tc_graph_neighbors gives point i of a's list.  Memory: n_a lists, each
- * at most k long (every neighbour without k).
+ * at most k long (every neighbour without k).  Its reducer relies on
+ * reduce's split by points of a (TcSink).
  */
 extern TcGraph *tc_graph_create_nearest(int64_t n_a, const int64_t *ids_b, int k, int threads,
 										TcError *err);

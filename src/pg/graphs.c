@@ -351,6 +351,8 @@ tc_nearest_rows(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params
 	TcError		err;
 	TcGraph    *graph = tc_graph_create_nearest(a->points.n, b->ids, k, params->threads, &err);
 	double		t0;
+	TupleTableSlot *slot;
+	char	   *row;
 
 	if (graph == NULL)
 		ereport(ERROR,
@@ -370,6 +372,12 @@ tc_nearest_rows(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params
 				 errmsg("tcjoin: out of memory for the matches"),
 				 errhint("Pass k to keep each row's k nearest matches only.")));
 	t0 = tc_now();
+	/* int8, int8, float8, int4 at offsets 0, 8, 16, 24, all by value: one template row */
+	if (desc->natts != 4 || TupleDescAttr(desc, 0)->atttypid != INT8OID ||
+		TupleDescAttr(desc, 1)->atttypid != INT8OID || TupleDescAttr(desc, 2)->atttypid != FLOAT8OID ||
+		TupleDescAttr(desc, 3)->atttypid != INT4OID)
+		elog(ERROR, "tc_join with k must return (bigint, bigint, double precision, integer)");
+	row = tc_row_template(desc, mcxt, &slot);
 	for (int64 i = 0; i < a->points.n; i++)
 	{
 		const int64_t *ids;
@@ -383,14 +391,17 @@ tc_nearest_rows(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params
 					 errmsg("tcjoin: out of memory for the matches")));
 		for (int t = 0; t < len; t++)
 		{
-			Datum		values[4] = {Int64GetDatum(a->ids[i]), Int64GetDatum(ids[t]),
-			Float8GetDatum(dist[t]), Int32GetDatum(t + 1)};
-			bool		nulls[4] = {false, false, false, false};
+			int32		rank = t + 1;
 
-			tuplestore_putvalues(store, desc, values, nulls);
+			memcpy(row, &a->ids[i], sizeof(int64));
+			memcpy(row + 8, &ids[t], sizeof(int64));
+			memcpy(row + 16, &dist[t], sizeof(double));
+			memcpy(row + 24, &rank, sizeof(int32));
+			tuplestore_puttupleslot(store, slot);
 		}
 		if ((i & 0xfff) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
+	ExecDropSingleTupleTableSlot(slot);
 	rs->output_seconds = tc_now() - t0;
 }

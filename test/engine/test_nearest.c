@@ -10,12 +10,14 @@
  *		float4 and float8, every method, several thread counts, the
  *		workers' reduce and batches through emit (split over the graph's
  *		threads), sides of 0 and 1 points, and the pairs fed as the GPU
- *		feeds a sink: large batches in any order.  Then a stop asked for
- *		while the workers reduce many pairs is answered promptly.
+ *		feeds a sink: large batches in any order.  The workers reduce each
+ *		point of a on one thread (the nearest's reducer takes no lock), and
+ *		a stop asked for while they reduce many pairs is answered promptly.
  */
 #include "test_harness.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -311,6 +313,95 @@ nearest_api(void)
 	case_end();
 }
 
+/* ---------- the workers split a two-set join by points of a ---------- */
+
+typedef struct SplitCheck
+{
+	_Atomic uintptr_t *owner;	/* per point of a: the first thread that reduced it */
+	atomic_bool shared;
+	_Atomic uint64_t pairs;
+} SplitCheck;
+
+static _Thread_local char g_thread_token;
+
+static void
+split_reduce(void *arg, int64_t a, int64_t b, double dist)
+{
+	SplitCheck *c = arg;
+	uintptr_t	me = (uintptr_t) &g_thread_token;
+	uintptr_t	expect = 0;
+
+	(void) b;
+	(void) dist;
+	atomic_fetch_add(&c->pairs, 1);
+	if (!atomic_compare_exchange_strong(&c->owner[a], &expect, me) && expect != me)
+		atomic_store(&c->shared, true);
+}
+
+static int
+split_emit(void *arg, const TcPair *pairs, size_t count)
+{
+	(void) arg;
+	(void) pairs;
+	return count > 0;			/* a reducing join has no batches */
+}
+
+/*
+ * TcSink.reduce's promise, which the nearest's reducer takes without a
+ * lock: every pair of a point of a comes on one thread, on every CPU back
+ * end and method, one huge grid cell (split into many items) included.
+ */
+static void
+nearest_split(void)
+{
+	static const Dist dists[] = {DIST_IDENTICAL, DIST_CLUSTERED, DIST_UNIFORM};
+	static const TcMethod methods[] = {TC_METHOD_GRID, TC_METHOD_BRUTE, TC_METHOD_AUTO};
+	static const TcMetric metrics[] = {TC_METRIC_EUCLIDEAN, TC_METRIC_INNER_PRODUCT, TC_METRIC_COSINE};
+	Rng			r;
+
+	rng_seed(&r, mix_seed(g_fresh_seed, 0x73706c74));
+	for (int c = 0; c < 9; c++)
+	{
+		TcPoints	a,
+					b;
+		int			d = c % 3 == 2 ? 64 : 2;
+		TcMethod	method = methods[c % 3];
+		TcMetric	metric = metrics[(c / 3) % 3];
+		TcJoinParams params;
+		SplitCheck	chk;
+		TcError		err;
+		TcJoin	   *j;
+		TcSink		sink = {split_emit, NULL, &chk, 0, split_reduce};
+		TcStatus	st;
+
+		if (metric == TC_METRIC_INNER_PRODUCT && method == TC_METHOD_GRID)
+			method = TC_METHOD_BRUTE;
+		/* cosine through the grid takes batches: brute force reduces */
+		if (metric == TC_METRIC_COSINE)
+			method = TC_METHOD_BRUTE;
+		points_generate(&a, dists[c % 3], 3000, d, TC_FLOAT8, &r);
+		points_generate(&b, dists[c % 3], 200, d, TC_FLOAT8, &r);
+		params = make_params(1e300, method, 7, false);
+		params.metric = metric;
+		chk.owner = calloc(a.n, sizeof(uintptr_t));
+		atomic_init(&chk.shared, false);
+		atomic_init(&chk.pairs, 0);
+		case_begin("nearest: the workers reduce each point of a on one thread, %s, %s, %s, d=%d",
+				   dist_name(dists[c % 3]), method_name(method), nearest_metric_name(metric), d);
+		j = tc_join_create(&a, &b, &params, &err);
+		st = j ? tc_join_run(j, &sink, &err) : err.status;
+		CHECK(st == TC_OK, "join failed: %s", err.message);
+		CHECK(atomic_load(&chk.pairs) == (uint64_t) (a.n * b.n), "%llu pairs reduced, want every pair",
+			  (unsigned long long) atomic_load(&chk.pairs));
+		CHECK(!atomic_load(&chk.shared), "a point of a was reduced on two threads");
+		case_end();
+		tc_join_destroy(j);
+		free(chk.owner);
+		points_free(&a);
+		points_free(&b);
+	}
+}
+
 /* ---------- a stop while the workers reduce ---------- */
 
 /* When poll asks to stop: a global, as the sink's one arg is the graph (reduce takes it). */
@@ -383,6 +474,7 @@ test_nearest(void)
 
 	rng_seed(&r, mix_seed(g_fresh_seed, 0x6e656172));
 	nearest_api();
+	nearest_split();
 	for (int c = 0; c < (g_quick ? 14 : 42); c++)
 		nearest_case(c, &r);
 	run_isolated("[nearest] a stop while the workers reduce 1.6 billion pairs", iso_nearest_stop, 120);
