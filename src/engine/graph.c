@@ -15,15 +15,14 @@
  * The caller's thread waits for the pool before emit returns, so nothing
  * runs while the caller polls or leaves.
  */
-#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
+#include "neighbor_lists.h"
 
 /*
  * A batch of at least this many pairs is split over the graph's threads
@@ -32,43 +31,6 @@
  * the GPU hands over millions of pairs at a time.
  */
 #define TC_GRAPH_SPLIT_PAIRS 65536
-
-/*
- * With k up to this, every point's list lives in one block made up front
- * (its pages made present as rows fill them), a row of NB_HEAD_BYTES of
- * head and then k entries, 64-byte aligned: a pair then costs one miss,
- * where a list of its own cost a malloc a point and two misses a pair
- * (in a cross-match of a million rows at k = 1, more than the join).
- */
-#define TC_GRAPH_BLOCK_K 16
-#define NB_HEAD_BYTES 16
-
-/*
- * A neighbour: its dist and its index into the graph's ids, which ties
- * look up (an id each pair would cost a miss each); once the list is read
- * (tc_graph_neighbors), the id itself.
- */
-typedef struct NbEntry
-{
-	double		dist;
-	int64_t		who;
-} NbEntry;
-
-/* A list's length, capacity (a growing list's) and state. */
-typedef struct NbHead
-{
-	int			len;
-	int			cap;
-	bool		sorted;
-	_Atomic unsigned char lock; /* TC_GRAPH_NEAREST: held where the pool shares a batch */
-} NbHead;
-
-/* A list that grows (k 0, or past TC_GRAPH_BLOCK_K). */
-typedef struct NbList
-{
-	NbEntry    *e;
-	NbHead		h;
-} NbList;
 
 struct TcGraph
 {
@@ -79,10 +41,7 @@ struct TcGraph
 	atomic_bool failed;			/* out of memory growing a list (any thread) */
 
 	_Atomic int64_t *deg;		/* degrees, DBSCAN */
-	NbList	   *lists;			/* neighbours, in lists that grow */
-	char	   *rows;			/* or in one block, k <= TC_GRAPH_BLOCK_K: row_bytes a point */
-	void	   *rows_alloc;		/* the block as allocated (rows is aligned) */
-	size_t		row_bytes;
+	NbLists		nb;				/* neighbours (neighbor_lists.c); all zero: none */
 	_Atomic int64_t *parent;	/* components, DBSCAN: union-find */
 	uint8_t    *rank;			/* its ranks, for links on the caller's thread alone */
 
@@ -93,10 +52,6 @@ struct TcGraph
 	double	   *best_dist;
 	_Atomic unsigned char *lock;	/* per point, over best and best_dist */
 
-	/* tc_graph_neighbors' answer */
-	int64_t    *out_ids;
-	double	   *out_dist;
-	int			out_cap;
 
 	/* the pool: nthreads - 1 helpers and the caller */
 	int			nthreads;
@@ -152,30 +107,6 @@ pool_start(TcGraph *g, int threads)
 	g->nthreads = g->started + 1;
 }
 
-/*
- * The neighbour lists: one block of rows where k is small (zero pages, made
- * present as they fill), else a list each that grows; false without memory.
- */
-static bool
-nb_alloc(TcGraph *g)
-{
-	if (g->k > 0 && g->k <= TC_GRAPH_BLOCK_K)
-	{
-		size_t		n = (size_t) (g->n > 0 ? g->n : 1);
-
-		g->row_bytes = NB_HEAD_BYTES + sizeof(NbEntry) * (size_t) g->k;
-		g->rows_alloc = calloc(n * g->row_bytes + 64, 1);
-		if (g->rows_alloc != NULL)
-		{
-			g->rows = (char *) (((uintptr_t) g->rows_alloc + 63) & ~(uintptr_t) 63);
-			return true;
-		}
-		/* no room for the block at once: lists that grow as they fill */
-	}
-	g->lists = alloc_n(g->n, sizeof(NbList));
-	return g->lists != NULL;
-}
-
 /* n points' state; ids name the neighbours (the second set's in TC_GRAPH_NEAREST). */
 static TcGraph *
 graph_new(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int threads, TcError *err)
@@ -193,7 +124,7 @@ graph_new(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int threads, T
 		if (kind == TC_GRAPH_DEGREES || kind == TC_GRAPH_DBSCAN)
 			ok &= (g->deg = alloc_n(n, sizeof(int64_t))) != NULL;
 		if (kind == TC_GRAPH_NEIGHBORS || kind == TC_GRAPH_NEAREST)
-			ok &= nb_alloc(g);
+			ok &= nb_lists_init(&g->nb, n, ids, g->k, &g->failed);
 		if (kind == TC_GRAPH_COMPONENTS || kind == TC_GRAPH_DBSCAN)
 		{
 			ok &= (g->parent = alloc_n(n, sizeof(int64_t))) != NULL;
@@ -263,11 +194,7 @@ tc_graph_destroy(TcGraph *g)
 		pthread_cond_destroy(&g->done_cv);
 	}
 	free(g->threads);
-	if (g->lists)
-		for (int64_t i = 0; i < g->n; i++)
-			free(g->lists[i].e);
-	free(g->lists);
-	free(g->rows_alloc);
+	nb_lists_free(&g->nb);
 	free(g->deg);
 	free(g->parent);
 	free(g->rank);
@@ -275,8 +202,6 @@ tc_graph_destroy(TcGraph *g)
 	free(g->best);
 	free(g->best_dist);
 	free(g->lock);
-	free(g->out_ids);
-	free(g->out_dist);
 	free(g);
 }
 
@@ -362,181 +287,10 @@ unite(TcGraph *g, int64_t a, int64_t b, bool conc)
 
 /* ---------- neighbour lists ---------- */
 
-/* (dist, id) order: nearer first, ties by the smaller id. */
-static inline bool
-nb_before(const TcGraph *g, const NbEntry *x, const NbEntry *y)
-{
-	return x->dist < y->dist || (x->dist == y->dist && g->ids[x->who] < g->ids[y->who]);
-}
-
-/* With k: a max-heap of the k best, the worst on top. */
-static void
-heap_down(const TcGraph *g, NbEntry *h, int len, int i)
-{
-	for (;;)
-	{
-		int			w = i,
-					l = 2 * i + 1,
-					r = l + 1;
-
-		if (l < len && nb_before(g, &h[w], &h[l]))
-			w = l;
-		if (r < len && nb_before(g, &h[w], &h[r]))
-			w = r;
-		if (w == i)
-			return;
-		{
-			NbEntry		t = h[i];
-
-			h[i] = h[w];
-			h[w] = t;
-		}
-		i = w;
-	}
-}
-
-static void
-heap_up(const TcGraph *g, NbEntry *h, int i)
-{
-	while (i > 0 && nb_before(g, &h[(i - 1) / 2], &h[i]))
-	{
-		NbEntry		t = h[i];
-
-		h[i] = h[(i - 1) / 2];
-		h[(i - 1) / 2] = t;
-		i = (i - 1) / 2;
-	}
-}
-
-/* Point i's list: its head and its entries (in the block, right after the head). */
-static inline NbHead *
-nb_head(const TcGraph *g, int64_t i)
-{
-	return g->rows ? (NbHead *) (g->rows + (size_t) i * g->row_bytes) : &g->lists[i].h;
-}
-
-static inline NbEntry *
-nb_entries(const TcGraph *g, int64_t i)
-{
-	return g->rows ? (NbEntry *) (g->rows + (size_t) i * g->row_bytes + NB_HEAD_BYTES) :
-		g->lists[i].e;
-}
-
-/* A growing list's room for one more; false (failed set) without memory. */
-static bool
-nb_grow(TcGraph *g, NbList *l)
-{
-	int			cap = l->h.cap > 0 ? 2 * l->h.cap : 4;
-	NbEntry    *grown;
-
-	if (g->k > 0 && cap > g->k)
-		cap = g->k;
-	/* a list's length is an int: past it, as out of memory */
-	grown = l->h.cap > INT_MAX / 2 ? NULL : realloc(l->e, sizeof(NbEntry) * (size_t) cap);
-	if (grown == NULL)
-	{
-		g->failed = true;
-		return false;
-	}
-	l->e = grown;
-	l->h.cap = cap;
-	return true;
-}
-
-static void
-nb_add(TcGraph *g, int64_t i, int64_t other, double dist)
-{
-	NbHead	   *h = nb_head(g, i);
-	NbEntry    *x = nb_entries(g, i);
-	NbEntry		e = {dist, other};
-
-	if (g->k > 0 && h->len == g->k)
-	{
-		/* full: the new one replaces the worst if it comes before it */
-		if (nb_before(g, &e, &x[0]))
-		{
-			x[0] = e;
-			heap_down(g, x, h->len, 0);
-		}
-		return;
-	}
-	/* a row of the block holds k (its cap stays 0); a list that grows may be full short of k */
-	if (g->rows == NULL && h->len == h->cap)
-	{
-		if (!nb_grow(g, &g->lists[i]))
-			return;
-		x = g->lists[i].e;
-	}
-	x[h->len++] = e;
-	if (g->k > 0)
-		heap_up(g, x, h->len - 1);
-}
-
-/* nb_add where other threads may feed the same list. */
-static void
-nb_add_conc(TcGraph *g, int64_t i, int64_t other, double dist)
-{
-	NbHead	   *h = nb_head(g, i);
-
-	while (atomic_exchange_explicit(&h->lock, 1, memory_order_acquire))
-		;
-	nb_add(g, i, other, dist);
-	atomic_store_explicit(&h->lock, 0, memory_order_release);
-}
-
-/* (dist, id) order of entries that hold their ids. */
-static int
-cmp_nb(const void *x, const void *y)
-{
-	const NbEntry *a = x,
-			   *b = y;
-
-	if (a->dist != b->dist)
-		return a->dist < b->dist ? -1 : 1;
-	return (a->who > b->who) - (a->who < b->who);
-}
-
 void
 tc_graph_neighbors(TcGraph *g, int64_t i, const int64_t **ids, const double **dist, int *len)
 {
-	NbHead	   *h = nb_head(g, i);
-	NbEntry    *x = nb_entries(g, i);
-
-	/* the first read: indices become ids, then nearest first */
-	if (!h->sorted)
-	{
-		for (int t = 0; t < h->len; t++)
-			x[t].who = g->ids[x[t].who];
-		if (h->len > 1)
-			qsort(x, (size_t) h->len, sizeof(NbEntry), cmp_nb);
-	}
-	h->sorted = true;
-	if (h->len > g->out_cap)
-	{
-		int64_t    *oi = realloc(g->out_ids, sizeof(int64_t) * (size_t) h->len);
-		double	   *od;
-
-		if (oi != NULL)
-			g->out_ids = oi;
-		od = realloc(g->out_dist, sizeof(double) * (size_t) h->len);
-		if (od != NULL)
-			g->out_dist = od;
-		if (oi == NULL || od == NULL)
-		{
-			g->failed = true;
-			*len = 0;
-			return;
-		}
-		g->out_cap = h->len;
-	}
-	for (int t = 0; t < h->len; t++)
-	{
-		g->out_ids[t] = x[t].who;
-		g->out_dist[t] = x[t].dist;
-	}
-	*ids = g->out_ids;
-	*dist = g->out_dist;
-	*len = h->len;
+	nb_read(&g->nb, i, ids, dist, len);
 }
 
 /* ---------- the sink ---------- */
@@ -617,9 +371,9 @@ apply(TcGraph *g, const TcPair *pairs, size_t lo, size_t hi, bool conc)
 			for (size_t p = lo; p < hi && !g->failed; p++)
 			{
 				if (conc)
-					nb_add_conc(g, pairs[p].a, pairs[p].b, pairs[p].dist);
+					nb_add_locked(&g->nb, pairs[p].a, pairs[p].b, pairs[p].dist);
 				else
-					nb_add(g, pairs[p].a, pairs[p].b, pairs[p].dist);
+					nb_add(&g->nb, pairs[p].a, pairs[p].b, pairs[p].dist);
 			}
 			break;
 		default:
@@ -700,8 +454,8 @@ tc_graph_emit(void *graph, const TcPair *pairs, size_t count)
 		case TC_GRAPH_NEIGHBORS:
 			for (size_t p = 0; p < count && !g->failed; p++)
 			{
-				nb_add(g, pairs[p].a, pairs[p].b, pairs[p].dist);
-				nb_add(g, pairs[p].b, pairs[p].a, pairs[p].dist);
+				nb_add(&g->nb, pairs[p].a, pairs[p].b, pairs[p].dist);
+				nb_add(&g->nb, pairs[p].b, pairs[p].a, pairs[p].dist);
 			}
 			/* out of memory: stop the join (the caller reports it) */
 			return g->failed ? 1 : 0;
@@ -760,7 +514,7 @@ reduce_dbscan(void *graph, int64_t a, int64_t b, double dist)
 static void
 reduce_nearest(void *graph, int64_t a, int64_t b, double dist)
 {
-	nb_add(graph, a, b, dist);
+	nb_add(&((TcGraph *) graph)->nb, a, b, dist);
 }
 
 void		(*tc_graph_reducer(const TcGraph *g)) (void *graph, int64_t a, int64_t b, double dist)
