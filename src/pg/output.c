@@ -145,10 +145,12 @@ tc_row_template(TupleDesc desc, MemoryContext mcxt, TupleTableSlot **slot)
 {
 	Datum		values[8] = {0};
 	bool		nulls[8] = {false};
-	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	MemoryContext old;
 	MinimalTuple tmpl;
 
-	Assert(desc->natts <= 8);
+	if (desc->natts > 8)
+		elog(ERROR, "a template row takes at most 8 columns, not %d", desc->natts);
+	old = MemoryContextSwitchTo(mcxt);
 	tmpl = heap_form_minimal_tuple(desc, values, nulls);
 	*slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 	ExecStoreMinimalTuple(tmpl, *slot, false);
