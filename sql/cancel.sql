@@ -83,6 +83,11 @@ SET statement_timeout = '300ms';
 SELECT * FROM try_cancel($$SELECT * FROM tc_selfjoin('crowd', 'v', 10, method => 'brute')$$);
 RESET statement_timeout;
 SELECT backend_threads() = n AS workers_gone FROM threads_before;
+-- tc_join with k: the workers keep each row's 3 nearest of 900 million pairs.
+SET statement_timeout = '300ms';
+SELECT * FROM try_cancel($$SELECT * FROM tc_join('crowd', 'v', 'crowd', 'v', 10, k => 3)$$);
+RESET statement_timeout;
+SELECT backend_threads() = n AS workers_gone FROM threads_before;
 -- On whatever device tcjoin.device picks.
 RESET tcjoin.device;
 SET statement_timeout = '300ms';

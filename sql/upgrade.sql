@@ -72,12 +72,17 @@ SELECT tc_count('pts', 'vec', 1.0, 'id') = (TABLE ref) AS right;
 SELECT sum(degree) = 2 * (TABLE ref) AS right FROM tc_degrees('pts', 'vec', 1.0, 'id');
 CREATE TABLE updated_03 AS TABLE ext_functions;
 
--- From 0.4.0.
+-- From 0.4.0: the update adds tc_join with k, tc_radec_to_xyz and
+-- tc_arcsec_to_chord.
 DROP EXTENSION tcjoin;
 CREATE EXTENSION tcjoin VERSION '0.4.0';
+SELECT count(*) AS sky_functions FROM pg_proc WHERE proname IN ('tc_radec_to_xyz', 'tc_arcsec_to_chord');
 ALTER EXTENSION tcjoin UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'tcjoin';
 SELECT tc_count('pts', 'vec', 1.0, 'id') = (TABLE ref) AS right;
+SELECT count(*) = 49 AND bool_and(id_b = id_a AND dist = 0 AND rank = 1) AS right
+  FROM tc_join('pts', 'vec', 'pts', 'vec', 1.0, k => 1, id_column_a => 'id', id_column_b => 'id');
+SELECT tc_radec_to_xyz(0, 90) AS pole, tc_arcsec_to_chord(648000) AS half_turn;
 CREATE TABLE updated_04 AS TABLE ext_functions;
 DROP EXTENSION tcjoin;
 CREATE EXTENSION tcjoin;

@@ -342,6 +342,7 @@ dot_block(TcWorker *w, TcJoin *join, const BruteState *state, BruteScratch *bs,
 	return true;
 }
 
+/* Item i: rows [i TC_BRUTE_ROWS, (i + 1) TC_BRUTE_ROWS) of a, each row in one item (TcSink.reduce). */
 static void
 brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 {

@@ -256,7 +256,10 @@ build_offsets(Grid *g, bool self)
 	return true;
 }
 
-/* Work items of at most TC_GRID_ITEM_POINTS points of a. */
+/*
+ * Work items of at most TC_GRID_ITEM_POINTS points of a, each point in one
+ * item: a two-set join's reduce sees a point's pairs on one thread (TcSink).
+ */
 static TcStatus
 build_items(TcJoin *join, Grid *g)
 {

@@ -212,7 +212,10 @@ typedef struct TcSink
 	 * Where set, the CPU's workers hand it each pair on their own threads
 	 * instead of batching the pairs for emit (an aggregate: it must be
 	 * thread-safe and must not call into the host); the join's pair count
-	 * still counts them.  The GPU's pairs still come through emit.
+	 * still counts them.  The GPU's pairs still come through emit.  In a
+	 * two-set join the workers split the work by points of a: every pair
+	 * of one point of a reaches reduce on one thread, so state kept per
+	 * point of a needs no lock there (the CPU back ends keep this).
 	 */
 	void		(*reduce) (void *arg, int64_t a, int64_t b, double dist);
 	/* Where set, a GPU join folds its pairs on the device (above). */
@@ -399,7 +402,9 @@ extern const char *tc_status_name(TcStatus status);
 /*
  * Answers that are not pair lists (graph.c), from a self-join's pairs: the
  * pair count, each point's degree, its neighbours (all, or the k nearest),
- * the connected components of the eps-graph and DBSCAN's clusters.
+ * the connected components of the eps-graph and DBSCAN's clusters; from a
+ * two-set join's pairs, each point of the first set's nearest points of
+ * the second (all, or the k nearest).
  *
  * A TcGraph is fed a join's pairs through tc_graph_emit (a TcSink's emit:
  * it runs on the caller's thread, as every sink does) and keeps per point
@@ -414,7 +419,8 @@ typedef enum TcGraphKind
 	TC_GRAPH_DEGREES,			/* each point's neighbours, counted */
 	TC_GRAPH_NEIGHBORS,			/* each point's neighbours (the k nearest, k > 0) */
 	TC_GRAPH_COMPONENTS,		/* union-find over the pairs */
-	TC_GRAPH_DBSCAN				/* degrees, then (after tc_graph_dbscan_cores) links */
+	TC_GRAPH_DBSCAN,			/* degrees, then (after tc_graph_dbscan_cores) links */
+	TC_GRAPH_NEAREST			/* a two-set join: each point of a's neighbours in b */
 } TcGraphKind;
 
 typedef struct TcGraph TcGraph;
@@ -427,6 +433,18 @@ typedef struct TcGraph TcGraph;
  */
 extern TcGraph *tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int threads,
 								TcError *err);
+/*
+ * TC_GRAPH_NEAREST: for each of the n_a points of a two-set join's first
+ * set, its neighbours in the second, named by ids_b (ties by the smaller
+ * id); k as above, the threads for large batches.  It takes the join's
+ * (a, b) pairs, each from any back end (a CPU's workers through the
+ * reducer where k > 0, or batches through tc_graph_emit), and
+ * tc_graph_neighbors gives point i of a's list.  Memory: n_a lists, each
+ * at most k long (every neighbour without k).  Its reducer relies on
+ * reduce's split by points of a (TcSink).
+ */
+extern TcGraph *tc_graph_create_nearest(int64_t n_a, const int64_t *ids_b, int k, int threads,
+										TcError *err);
 /* Stops and joins the threads, frees everything; NULL is a no-op. */
 extern void tc_graph_destroy(TcGraph *g);
 /* Batches from this many pairs go to the threads (tests: a small one splits every batch). */
@@ -435,16 +453,22 @@ extern void tc_graph_set_split(TcGraph *g, size_t pairs);
 /* The batch a graph's sink takes at once (TcSink.batch_hint): its threads share each. */
 #define TC_GRAPH_BATCH_HINT ((size_t) 1 << 19)
 
-/* A TcSink's emit: the pairs of a self-join (each unordered pair once, no self pairs). */
+/*
+ * A TcSink's emit: the pairs of a self-join (each unordered pair once, no
+ * self pairs), or of a two-set join for TC_GRAPH_NEAREST.  Nonzero (stop
+ * the join) where memory ran out.
+ */
 extern int	tc_graph_emit(void *graph, const TcPair *pairs, size_t count);
 /*
  * A TcSink's reduce, the same for one pair on a worker's thread (a count's
- * does nothing: the join's own pair count is the answer); NULL for
- * neighbour lists, which take their pairs on the caller's thread only.
+ * does nothing: the join's own pair count is the answer); NULL for a
+ * self-join's neighbour lists, which take their pairs on the caller's
+ * thread only, and for the nearest without k, whose lists grow (emit
+ * stops the join where memory runs out; a reduce could not).
  */
 extern void (*tc_graph_reducer(const TcGraph *g)) (void *graph, int64_t a, int64_t b, double dist);
 
-/* Nonzero where memory ran out while pairs came (neighbour lists without k). */
+/* Nonzero where memory ran out while pairs came (neighbour lists, the nearest). */
 extern bool tc_graph_failed(const TcGraph *g);
 
 /* Point i's degree (TC_GRAPH_DEGREES, TC_GRAPH_DBSCAN). */

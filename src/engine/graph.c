@@ -9,8 +9,9 @@
  * increments, the components by a lock-free union-find that links the
  * root of larger index under the smaller by compare-and-swap (two links
  * can then never close a cycle), a border point's nearest core under a
- * one-byte lock of its own.  Batches on the caller's thread alone take
- * plain increments and links by rank.
+ * one-byte lock of its own, as is a two-set join's list of the nearest
+ * (the CPU's workers need none: each point of a is on one).  Batches on
+ * the caller's thread alone take plain increments and links by rank.
  * The caller's thread waits for the pool before emit returns, so nothing
  * runs while the caller polls or leaves.
  */
@@ -21,39 +22,26 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "neighbor_lists.h"
 
 /*
  * A batch of at least this many pairs is split over the graph's threads
- * (degrees, components and DBSCAN; neighbour lists stay on the caller's
- * thread): the GPU hands over millions of pairs at a time.
+ * (degrees, components, DBSCAN and a two-set join's nearest; a self-join's
+ * neighbour lists stay on the caller's thread, as each pair feeds two):
+ * the GPU hands over millions of pairs at a time.
  */
 #define TC_GRAPH_SPLIT_PAIRS 65536
-
-/* A neighbour: its dist and id (ties go by id, and the id is what is returned). */
-typedef struct NbEntry
-{
-	double		dist;
-	int64_t		id;
-} NbEntry;
-
-typedef struct NbList
-{
-	NbEntry    *e;
-	int			len;
-	int			cap;
-	bool		sorted;
-} NbList;
 
 struct TcGraph
 {
 	TcGraphKind kind;
 	int64_t		n;
-	const int64_t *ids;
+	const int64_t *ids;			/* TC_GRAPH_NEAREST: the second set's */
 	int			k;				/* neighbours kept a point; 0: all */
-	bool		failed;			/* out of memory growing a list */
+	atomic_bool failed;			/* out of memory growing a list (any thread) */
 
 	_Atomic int64_t *deg;		/* degrees, DBSCAN */
-	NbList	   *lists;			/* neighbours */
+	NbLists		nb;				/* neighbours (neighbor_lists.c); all zero: none */
 	_Atomic int64_t *parent;	/* components, DBSCAN: union-find */
 	uint8_t    *rank;			/* its ranks, for links on the caller's thread alone */
 
@@ -68,11 +56,6 @@ struct TcGraph
 	TcDeviceFold fold;
 	uint64_t   *best_key;		/* DBSCAN: a border point's least key (the links' fold) */
 	bool		ties;			/* DBSCAN: the next join settles the ties (after that fold) */
-
-	/* tc_graph_neighbors' answer */
-	int64_t    *out_ids;
-	double	   *out_dist;
-	int			out_cap;
 
 	/* the pool: nthreads - 1 helpers and the caller */
 	int			nthreads;
@@ -108,7 +91,7 @@ pool_start(TcGraph *g, int threads)
 	g->split = TC_GRAPH_SPLIT_PAIRS;
 	g->nthreads = 1;
 	if (threads < 2 || (g->kind != TC_GRAPH_DEGREES && g->kind != TC_GRAPH_COMPONENTS &&
-						g->kind != TC_GRAPH_DBSCAN))
+						g->kind != TC_GRAPH_DBSCAN && g->kind != TC_GRAPH_NEAREST))
 		return;
 	g->threads = calloc((size_t) threads, sizeof(pthread_t));
 	if (g->threads == NULL)
@@ -128,8 +111,9 @@ pool_start(TcGraph *g, int threads)
 	g->nthreads = g->started + 1;
 }
 
-TcGraph *
-tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int threads, TcError *err)
+/* n points' state; ids name the neighbours (the second set's in TC_GRAPH_NEAREST). */
+static TcGraph *
+graph_new(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int threads, TcError *err)
 {
 	TcGraph    *g = calloc(1, sizeof(TcGraph));
 	bool		ok = g != NULL;
@@ -140,10 +124,11 @@ tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int thre
 		g->n = n;
 		g->ids = ids;
 		g->k = k > 0 ? k : 0;
+		atomic_init(&g->failed, false);
 		if (kind == TC_GRAPH_DEGREES || kind == TC_GRAPH_DBSCAN)
 			ok &= (g->deg = alloc_n(n, sizeof(int64_t))) != NULL;
-		if (kind == TC_GRAPH_NEIGHBORS)
-			ok &= (g->lists = alloc_n(n, sizeof(NbList))) != NULL;
+		if (kind == TC_GRAPH_NEIGHBORS || kind == TC_GRAPH_NEAREST)
+			ok &= nb_lists_init(&g->nb, n, ids, g->k, &g->failed);
 		if (kind == TC_GRAPH_COMPONENTS || kind == TC_GRAPH_DBSCAN)
 		{
 			ok &= (g->parent = alloc_n(n, sizeof(int64_t))) != NULL;
@@ -165,6 +150,28 @@ tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int thre
 		return NULL;
 	}
 	return g;
+}
+
+TcGraph *
+tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int threads, TcError *err)
+{
+	/* the nearest take the other set's ids: tc_graph_create_nearest */
+	if (kind == TC_GRAPH_NEAREST)
+	{
+		if (err)
+		{
+			err->status = TC_ERR_INVALID;
+			strcpy(err->message, "a two-set join's nearest come from tc_graph_create_nearest");
+		}
+		return NULL;
+	}
+	return graph_new(kind, n, ids, k, threads, err);
+}
+
+TcGraph *
+tc_graph_create_nearest(int64_t n_a, const int64_t *ids_b, int k, int threads, TcError *err)
+{
+	return graph_new(TC_GRAPH_NEAREST, n_a, ids_b, k, threads, err);
 }
 
 void
@@ -191,10 +198,7 @@ tc_graph_destroy(TcGraph *g)
 		pthread_cond_destroy(&g->done_cv);
 	}
 	free(g->threads);
-	if (g->lists)
-		for (int64_t i = 0; i < g->n; i++)
-			free(g->lists[i].e);
-	free(g->lists);
+	nb_lists_free(&g->nb);
 	free(g->deg);
 	free(g->parent);
 	free(g->rank);
@@ -203,8 +207,6 @@ tc_graph_destroy(TcGraph *g)
 	free(g->best_dist);
 	free(g->lock);
 	free(g->best_key);
-	free(g->out_ids);
-	free(g->out_dist);
 	free(g);
 }
 
@@ -290,132 +292,10 @@ unite(TcGraph *g, int64_t a, int64_t b, bool conc)
 
 /* ---------- neighbour lists ---------- */
 
-/* (dist, id) order: nearer first, ties by the smaller id. */
-static inline bool
-nb_before(const NbEntry *x, const NbEntry *y)
-{
-	return x->dist < y->dist || (x->dist == y->dist && x->id < y->id);
-}
-
-/* With k: a max-heap of the k best, the worst on top. */
-static void
-heap_down(NbEntry *h, int len, int i)
-{
-	for (;;)
-	{
-		int			w = i,
-					l = 2 * i + 1,
-					r = l + 1;
-
-		if (l < len && nb_before(&h[w], &h[l]))
-			w = l;
-		if (r < len && nb_before(&h[w], &h[r]))
-			w = r;
-		if (w == i)
-			return;
-		{
-			NbEntry		t = h[i];
-
-			h[i] = h[w];
-			h[w] = t;
-		}
-		i = w;
-	}
-}
-
-static void
-heap_up(NbEntry *h, int i)
-{
-	while (i > 0 && nb_before(&h[(i - 1) / 2], &h[i]))
-	{
-		NbEntry		t = h[i];
-
-		h[i] = h[(i - 1) / 2];
-		h[(i - 1) / 2] = t;
-		i = (i - 1) / 2;
-	}
-}
-
-static void
-nb_add(TcGraph *g, int64_t i, int64_t other, double dist)
-{
-	NbList	   *l = &g->lists[i];
-	NbEntry		e = {dist, g->ids[other]};
-
-	if (g->k > 0 && l->len == g->k)
-	{
-		/* full: the new one replaces the worst if it comes before it */
-		if (nb_before(&e, &l->e[0]))
-		{
-			l->e[0] = e;
-			heap_down(l->e, l->len, 0);
-		}
-		return;
-	}
-	if (l->len == l->cap)
-	{
-		int			cap = l->cap > 0 ? 2 * l->cap : 4;
-		NbEntry    *grown;
-
-		if (g->k > 0 && cap > g->k)
-			cap = g->k;
-		grown = realloc(l->e, sizeof(NbEntry) * (size_t) cap);
-		if (grown == NULL)
-		{
-			g->failed = true;
-			return;
-		}
-		l->e = grown;
-		l->cap = cap;
-	}
-	l->e[l->len++] = e;
-	if (g->k > 0)
-		heap_up(l->e, l->len - 1);
-}
-
-static int
-cmp_nb(const void *x, const void *y)
-{
-	const NbEntry *a = x,
-			   *b = y;
-
-	return nb_before(a, b) ? -1 : nb_before(b, a) ? 1 : 0;
-}
-
 void
 tc_graph_neighbors(TcGraph *g, int64_t i, const int64_t **ids, const double **dist, int *len)
 {
-	NbList	   *l = &g->lists[i];
-
-	if (!l->sorted && l->len > 1)
-		qsort(l->e, (size_t) l->len, sizeof(NbEntry), cmp_nb);
-	l->sorted = true;
-	if (l->len > g->out_cap)
-	{
-		int64_t    *oi = realloc(g->out_ids, sizeof(int64_t) * (size_t) l->len);
-		double	   *od;
-
-		if (oi != NULL)
-			g->out_ids = oi;
-		od = realloc(g->out_dist, sizeof(double) * (size_t) l->len);
-		if (od != NULL)
-			g->out_dist = od;
-		if (oi == NULL || od == NULL)
-		{
-			g->failed = true;
-			*len = 0;
-			return;
-		}
-		g->out_cap = l->len;
-	}
-	for (int t = 0; t < l->len; t++)
-	{
-		g->out_ids[t] = l->e[t].id;
-		g->out_dist[t] = l->e[t].dist;
-	}
-	*ids = g->out_ids;
-	*dist = g->out_dist;
-	*len = l->len;
+	nb_read(&g->nb, i, ids, dist, len);
 }
 
 /* ---------- the sink ---------- */
@@ -490,6 +370,16 @@ apply(TcGraph *g, const TcPair *pairs, size_t lo, size_t hi, bool conc)
 			break;
 		case TC_GRAPH_DEGREES:
 			count_degrees(g, pairs, lo, hi, conc);
+			break;
+		case TC_GRAPH_NEAREST:
+			/* a pair (a, b) feeds a's list alone */
+			for (size_t p = lo; p < hi && !g->failed; p++)
+			{
+				if (conc)
+					nb_add_locked(&g->nb, pairs[p].a, pairs[p].b, pairs[p].dist);
+				else
+					nb_add(&g->nb, pairs[p].a, pairs[p].b, pairs[p].dist);
+			}
 			break;
 		default:
 			break;
@@ -569,8 +459,8 @@ tc_graph_emit(void *graph, const TcPair *pairs, size_t count)
 		case TC_GRAPH_NEIGHBORS:
 			for (size_t p = 0; p < count && !g->failed; p++)
 			{
-				nb_add(g, pairs[p].a, pairs[p].b, pairs[p].dist);
-				nb_add(g, pairs[p].b, pairs[p].a, pairs[p].dist);
+				nb_add(&g->nb, pairs[p].a, pairs[p].b, pairs[p].dist);
+				nb_add(&g->nb, pairs[p].b, pairs[p].a, pairs[p].dist);
 			}
 			/* out of memory: stop the join (the caller reports it) */
 			return g->failed ? 1 : 0;
@@ -581,7 +471,7 @@ tc_graph_emit(void *graph, const TcPair *pairs, size_t count)
 				apply(g, pairs, 0, count, false);
 			break;
 	}
-	return 0;
+	return g->failed ? 1 : 0;
 }
 
 /* ---------- a worker's pairs, one at a time ---------- */
@@ -621,6 +511,17 @@ reduce_dbscan(void *graph, int64_t a, int64_t b, double dist)
 		add_degrees(g, a, b);
 }
 
+/*
+ * The k nearest: a's list, with no lock, as every pair of a point of a
+ * comes on one worker (TcSink.reduce); a locked instruction a pair would
+ * wait out each list's cache miss in turn, and cost twice the join.
+ */
+static void
+reduce_nearest(void *graph, int64_t a, int64_t b, double dist)
+{
+	nb_add(&((TcGraph *) graph)->nb, a, b, dist);
+}
+
 void		(*tc_graph_reducer(const TcGraph *g)) (void *graph, int64_t a, int64_t b, double dist)
 {
 	switch (g->kind)
@@ -633,6 +534,9 @@ void		(*tc_graph_reducer(const TcGraph *g)) (void *graph, int64_t a, int64_t b, 
 			return reduce_components;
 		case TC_GRAPH_DBSCAN:
 			return reduce_dbscan;
+		case TC_GRAPH_NEAREST:
+			/* without k the lists grow: through emit, which stops the join where memory runs out */
+			return g->k > 0 ? reduce_nearest : NULL;
 		default:
 			return NULL;
 	}
@@ -774,6 +678,7 @@ tc_graph_fold(TcGraph *g)
 			f->best = g->best;
 			break;
 		case TC_GRAPH_NEIGHBORS:
+		case TC_GRAPH_NEAREST:
 			return NULL;
 	}
 	return f;

@@ -1,7 +1,8 @@
 /*
  * functions.c
- *		The joins' SQL entry points, tc_selfjoin and tc_join: argument
- *		checks (shared with graphs.c), then load, run and record.
+ *		The joins' SQL entry points, tc_selfjoin and tc_join (with k, its
+ *		ranked overload): argument checks (shared with graphs.c), then load,
+ *		run and record.
  *
  * Each validates its arguments, loads the vector columns (load.c), runs the
  * engine (output.c) and returns the pairs in materialize mode, so the
@@ -187,17 +188,19 @@ widen(TcLoaded *l, MemoryContext mcxt)
 	l->points.type = TC_FLOAT8;
 }
 
-PG_FUNCTION_INFO_V1(tc_join);
-
 /*
- * Every pair (a, b), a from the first relation and b from the second,
- * within eps: a cross-match.  The same contract and the same checks as
- * tc_selfjoin, on each relation.
+ * tc_join and its overload with k (tc_join_k): every pair (a, b), a from
+ * the first relation and b from the second, within eps, or with k each row
+ * of a's nearest rows of b, ranked.  The same contract and the same checks
+ * as tc_selfjoin, on each relation.  The overload's k comes after eps, so
+ * the arguments from id_column_a on sit one further.
  */
-Datum
-tc_join(PG_FUNCTION_ARGS)
+static void
+cross_join(FunctionCallInfo fcinfo, bool ranked)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			opt = ranked ? 6 : 5;	/* id_column_a's position */
+	int			k = 0;
 	double		eps;
 	TcMetric	metric;
 	TcJoinParams params;
@@ -213,10 +216,20 @@ tc_join(PG_FUNCTION_ARGS)
 	/* As a STRICT function would: no relation, column or eps, no rows. */
 	for (int i = 0; i <= 4; i++)
 		if (PG_ARGISNULL(i))
-			PG_RETURN_NULL();
+			return;
 
+	/* k NULL: every match within eps, ranked */
+	if (ranked && !PG_ARGISNULL(5))
+	{
+		k = PG_GETARG_INT32(5);
+		if (k < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("k must be at least 1"),
+					 errhint("Pass NULL for every match within eps, ranked.")));
+	}
 	eps = PG_GETARG_FLOAT8(4);
-	metric = tc_metric_arg(fcinfo, 9);
+	metric = tc_metric_arg(fcinfo, opt + 4);
 	tc_check_eps(eps, metric);
 	if (tc_device_setting == TC_DEVICE_GPU)
 		ereport(ERROR,
@@ -224,17 +237,17 @@ tc_join(PG_FUNCTION_ARGS)
 				 errmsg("tc_join runs on the CPU only, and tcjoin.device is \"gpu\""),
 				 errhint("Set tcjoin.device to \"auto\" or \"cpu\".")));
 	tc_join_params(&params, eps, metric, false,
-				PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7),
-				PG_ARGISNULL(8) ? TC_METHOD_AUTO :
-				tc_parse_method(text_to_cstring(PG_GETARG_TEXT_PP(8))));
+				PG_ARGISNULL(opt + 2) ? true : PG_GETARG_BOOL(opt + 2),
+				PG_ARGISNULL(opt + 3) ? TC_METHOD_AUTO :
+				tc_parse_method(text_to_cstring(PG_GETARG_TEXT_PP(opt + 3))));
 	tc_check_method_metric(&params);
 
 	mcxt = tc_join_context();
 	t0 = tc_now();
 	tc_load(PG_GETARG_OID(0), NameStr(*PG_GETARG_NAME(1)),
-			PG_ARGISNULL(5) ? NULL : NameStr(*PG_GETARG_NAME(5)), mcxt, &a);
+			PG_ARGISNULL(opt) ? NULL : NameStr(*PG_GETARG_NAME(opt)), mcxt, &a);
 	tc_load(PG_GETARG_OID(2), NameStr(*PG_GETARG_NAME(3)),
-			PG_ARGISNULL(6) ? NULL : NameStr(*PG_GETARG_NAME(6)), mcxt, &b);
+			PG_ARGISNULL(opt + 1) ? NULL : NameStr(*PG_GETARG_NAME(opt + 1)), mcxt, &b);
 	t1 = tc_now();
 
 	/* Nothing to match on one side: no rows, whatever the other holds. */
@@ -249,10 +262,34 @@ tc_join(PG_FUNCTION_ARGS)
 		/* real[] against double precision[]: both as float8, exactly. */
 		if (a.points.type != b.points.type)
 			widen(a.points.type == TC_FLOAT4 ? &a : &b, mcxt);
-		tc_run_join(&a, &b, &params, rsinfo->setResult, rsinfo->setDesc, mcxt, &rs);
+		if (ranked)
+			tc_nearest_rows(&a, &b, &params, k, rsinfo->setResult, rsinfo->setDesc, mcxt, &rs);
+		else
+			tc_run_join(&a, &b, &params, rsinfo->setResult, rsinfo->setDesc, mcxt, &rs);
 		tc_record_stats(a.points.n + b.points.n, a.points.d, eps, &rs, t1 - t0, tc_now() - t0);
 	}
 	MemoryContextDelete(mcxt);
+}
 
+PG_FUNCTION_INFO_V1(tc_join);
+
+Datum
+tc_join(PG_FUNCTION_ARGS)
+{
+	cross_join(fcinfo, false);
+	PG_RETURN_NULL();
+}
+
+PG_FUNCTION_INFO_V1(tc_join_k);
+
+/*
+ * tc_join with k: for each row of a, its k nearest rows of b within eps
+ * (k NULL: every one), nearest first, ties by the smaller id_b, each with
+ * its rank (1: the nearest).
+ */
+Datum
+tc_join_k(PG_FUNCTION_ARGS)
+{
+	cross_join(fcinfo, true);
 	PG_RETURN_NULL();
 }

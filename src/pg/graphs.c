@@ -1,7 +1,8 @@
 /*
  * graphs.c
  *		The SQL entry points whose answers are not pair lists: tc_count,
- *		tc_degrees, tc_neighbors, tc_components and tc_dbscan.
+ *		tc_degrees, tc_neighbors, tc_components and tc_dbscan; and the
+ *		ranked rows of tc_join with k (tc_nearest_rows).
  *
  * Each takes tc_selfjoin's checks and arguments (id_column, exact, method,
  * metric), loads the column once, runs the self-join into a graph
@@ -59,6 +60,19 @@ release_graph(void *arg)
 	holder->graph = NULL;
 }
 
+/* The graph freed with mcxt, so that an error or a cancel leaks nothing. */
+static void
+guard_graph(MemoryContext mcxt, TcGraph *graph)
+{
+	GraphHolder *holder = MemoryContextAllocZero(mcxt, sizeof(GraphHolder));
+	MemoryContextCallback *cb = MemoryContextAllocZero(mcxt, sizeof(MemoryContextCallback));
+
+	holder->graph = graph;
+	cb->func = release_graph;
+	cb->arg = holder;
+	MemoryContextRegisterResetCallback(mcxt, cb);
+}
+
 /*
  * The common part: the arguments checked, the column loaded, a graph of
  * the kind made (freed with the call's memory context, so an error or a
@@ -68,8 +82,6 @@ release_graph(void *arg)
 static bool
 graph_begin(FunctionCallInfo fcinfo, GraphCall *gc, int opt, TcGraphKind kind, int k)
 {
-	MemoryContextCallback *cb;
-	GraphHolder *holder;
 	double		eps;
 	TcMetric	metric;
 	TcError		err;
@@ -99,12 +111,7 @@ graph_begin(FunctionCallInfo fcinfo, GraphCall *gc, int opt, TcGraphKind kind, i
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("tcjoin: %s", err.message)));
-	holder = MemoryContextAllocZero(gc->mcxt, sizeof(GraphHolder));
-	holder->graph = gc->graph;
-	cb = MemoryContextAllocZero(gc->mcxt, sizeof(MemoryContextCallback));
-	cb->func = release_graph;
-	cb->arg = holder;
-	MemoryContextRegisterResetCallback(gc->mcxt, cb);
+	guard_graph(gc->mcxt, gc->graph);
 	return true;
 }
 
@@ -395,4 +402,72 @@ tc_dbscan(PG_FUNCTION_ARGS)
 	}
 	graph_end(&gc);
 	PG_RETURN_NULL();
+}
+
+/*
+ * tc_join with k (functions.c checked the arguments and loaded both sides):
+ * the two-set join into each row of a's nearest rows of b (k 0: all), then
+ * the rows (id_a, id_b, dist, rank), a's rows in load order, each nearest
+ * first, ties by the smaller id_b.
+ */
+void
+tc_nearest_rows(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params, int k,
+				Tuplestorestate *store, TupleDesc desc, MemoryContext mcxt, TcRunStats *rs)
+{
+	TcError		err;
+	TcGraph    *graph = tc_graph_create_nearest(a->points.n, b->ids, k, params->threads, &err);
+	double		t0;
+	TupleTableSlot *slot;
+	char	   *row;
+
+	if (graph == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("tcjoin: %s", err.message)));
+	guard_graph(mcxt, graph);
+	memset(rs, 0, sizeof(*rs));
+	{
+		/* with k the CPU's workers keep each row's k nearest themselves; the GPU's come in chunks */
+		TcSink		to = {tc_graph_emit, NULL, graph, TC_GRAPH_BATCH_HINT, tc_graph_reducer(graph), NULL};
+
+		tc_run_join_sink(a, b, params, &to, mcxt, &rs->join);
+	}
+	if (tc_graph_failed(graph))
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("tcjoin: out of memory for the matches"),
+				 errhint("Pass k to keep each row's k nearest matches only.")));
+	t0 = tc_now();
+	/* int8, int8, float8, int4 at offsets 0, 8, 16, 24, all by value: one template row */
+	if (desc->natts != 4 || TupleDescAttr(desc, 0)->atttypid != INT8OID ||
+		TupleDescAttr(desc, 1)->atttypid != INT8OID || TupleDescAttr(desc, 2)->atttypid != FLOAT8OID ||
+		TupleDescAttr(desc, 3)->atttypid != INT4OID)
+		elog(ERROR, "tc_join with k must return (bigint, bigint, double precision, integer)");
+	row = tc_row_template(desc, mcxt, &slot);
+	for (int64 i = 0; i < a->points.n; i++)
+	{
+		const int64_t *ids;
+		const double *dist;
+		int			len;
+
+		tc_graph_neighbors(graph, i, &ids, &dist, &len);
+		if (tc_graph_failed(graph))
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("tcjoin: out of memory for the matches")));
+		for (int t = 0; t < len; t++)
+		{
+			int32		rank = t + 1;
+
+			memcpy(row, &a->ids[i], sizeof(int64));
+			memcpy(row + 8, &ids[t], sizeof(int64));
+			memcpy(row + 16, &dist[t], sizeof(double));
+			memcpy(row + 24, &rank, sizeof(int32));
+			tuplestore_puttupleslot(store, slot);
+		}
+		if ((i & 0xfff) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	rs->output_seconds = tc_now() - t0;
 }

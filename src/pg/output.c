@@ -140,6 +140,24 @@ poll_interrupts(void *arg)
 	return 0;
 }
 
+char *
+tc_row_template(TupleDesc desc, MemoryContext mcxt, TupleTableSlot **slot)
+{
+	Datum		values[8] = {0};
+	bool		nulls[8] = {false};
+	MemoryContext old;
+	MinimalTuple tmpl;
+
+	if (desc->natts > 8)
+		elog(ERROR, "a template row takes at most 8 columns, not %d", desc->natts);
+	old = MemoryContextSwitchTo(mcxt);
+	tmpl = heap_form_minimal_tuple(desc, values, nulls);
+	*slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	ExecStoreMinimalTuple(tmpl, *slot, false);
+	MemoryContextSwitchTo(old);
+	return (char *) tmpl + tmpl->t_hoff - MINIMAL_TUPLE_OFFSET;
+}
+
 void
 tc_run_join_sink(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
 				 const TcSink *to, MemoryContext mcxt, TcJoinStats *stats)
@@ -195,21 +213,10 @@ tc_run_join(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
 	st.seq_a = a->points.n > 0 ? a->ids[0] : 0;
 	st.seq_b = b == NULL ? st.seq_a : b->points.n > 0 ? b->ids[0] : 0;
 	st.seconds = 0;
-	{
-		Datum		values[3] = {Int64GetDatum(0), Int64GetDatum(0), Float8GetDatum(0)};
-		bool		nulls[3] = {false, false, false};
-		MemoryContext old = MemoryContextSwitchTo(mcxt);
-		MinimalTuple tmpl;
-
-		/* The layout assumed above: int8, int8, float8, all by value. */
-		Assert(desc->natts == 3 && TupleDescAttr(desc, 0)->atttypid == INT8OID &&
-			   TupleDescAttr(desc, 2)->atttypid == FLOAT8OID);
-		tmpl = heap_form_minimal_tuple(desc, values, nulls);
-		st.row_data = (char *) tmpl + tmpl->t_hoff - MINIMAL_TUPLE_OFFSET;
-		st.slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
-		ExecStoreMinimalTuple(tmpl, st.slot, false);
-		MemoryContextSwitchTo(old);
-	}
+	/* The layout assumed above: int8, int8, float8, all by value. */
+	Assert(desc->natts == 3 && TupleDescAttr(desc, 0)->atttypid == INT8OID &&
+		   TupleDescAttr(desc, 2)->atttypid == FLOAT8OID);
+	st.row_data = tc_row_template(desc, mcxt, &st.slot);
 	/* the rows' callback never asks to stop */
 	{
 		TcSink		to = {emit_pairs, NULL, &st, 0, NULL, NULL};

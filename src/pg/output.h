@@ -8,6 +8,7 @@
 #include "postgres.h"
 
 #include "access/tupdesc.h"
+#include "executor/tuptable.h"
 #include "utils/tuplestore.h"
 
 #include "engine.h"
@@ -37,5 +38,14 @@ extern void tc_run_join(const TcLoaded *a, const TcLoaded *b,
  */
 extern void tc_run_join_sink(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
 							 const TcSink *to, MemoryContext mcxt, TcJoinStats *stats);
+
+/*
+ * A template row of desc, whose columns (at most 8) are fixed-width, by
+ * value and never null, all zero: its data bytes, which the caller
+ * overwrites before each tuplestore_puttupleslot(store, *slot), cheaper
+ * than forming every row.  Made in mcxt; drop *slot with
+ * ExecDropSingleTupleTableSlot.
+ */
+extern char *tc_row_template(TupleDesc desc, MemoryContext mcxt, TupleTableSlot **slot);
 
 #endif							/* TCJOIN_OUTPUT_H */

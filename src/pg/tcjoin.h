@@ -46,6 +46,15 @@ extern void tc_check_method_metric(const TcJoinParams *params);
 /* A join's own memory context: everything it allocates hangs off it. */
 extern MemoryContext tc_join_context(void);
 
+/*
+ * tc_join with k: each row of a's nearest rows of b within eps (the k
+ * nearest; k 0: all) into the tuplestore as (id_a, id_b, dist, rank),
+ * nearest first, ties by the smaller id_b (graphs.c).
+ */
+extern void tc_nearest_rows(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
+							int k, Tuplestorestate *store, TupleDesc desc, MemoryContext mcxt,
+							TcRunStats *rs);
+
 /* The same for this backend as a whole (tcjoin.gpu_prewarm); not in the postmaster. */
 extern void tc_prewarm_backend(void);
 

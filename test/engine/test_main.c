@@ -21,7 +21,7 @@
  *					sq_threshold, invalid, tiny, dims, distributions,
  *					two-sets, large, sinks, random, fp16-round,
  *					fp16-filter, fp16-dot, overrides, cancel, signals, threads,
- *					device, metrics, graph.
+ *					device, metrics, graph, nearest.
  */
 #include "test_harness.h"
 
@@ -67,6 +67,7 @@ static const struct
 	{"device", test_device_choice},
 	{"metrics", test_metrics},
 	{"graph", test_graph},
+	{"nearest", test_nearest},
 };
 
 static uint64_t

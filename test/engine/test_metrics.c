@@ -24,7 +24,7 @@ metric_name(TcMetric m)
  * summed in float8 in index order; inner product -dot; cosine
  * 1 - clamp(dot / sqrt(na nb), -1, 1).
  */
-static double
+double
 metric_ref(TcMetric m, const TcPoints *a, int64_t i, const TcPoints *b, int64_t j)
 {
 	double		dot = 0.0,

@@ -1,0 +1,56 @@
+/*
+ * neighbor_lists.h
+ *		Each point's neighbours by (dist, id), all of them or the k nearest:
+ *		the lists behind tc_neighbors and a cross-match's k nearest
+ *		(graph.c).  Engine-internal.
+ */
+#ifndef TCJOIN_NEIGHBOR_LISTS_H
+#define TCJOIN_NEIGHBOR_LISTS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct NbList NbList;
+
+/*
+ * n points' lists.  With k up to NB_BLOCK_K they are rows of one block
+ * (rows, row_bytes a point), else lists that grow (lists).  All zero: no
+ * lists, which nb_lists_free takes.
+ */
+typedef struct NbLists
+{
+	int64_t		n;
+	const int64_t *ids;			/* the neighbours' ids: ties, and what nb_read gives */
+	int			k;				/* neighbours kept a point; 0: all */
+	atomic_bool *failed;		/* set where memory runs out */
+	NbList	   *lists;
+	char	   *rows;
+	void	   *rows_alloc;		/* the block as allocated (rows is 64-byte aligned) */
+	size_t		row_bytes;
+	int64_t    *out_ids;		/* nb_read's answer */
+	double	   *out_dist;
+	int			out_cap;
+} NbLists;
+
+/* False (and nothing held) without memory; failed is the owner's flag. */
+extern bool nb_lists_init(NbLists *nl, int64_t n, const int64_t *ids, int k, atomic_bool *failed);
+extern void nb_lists_free(NbLists *nl);
+
+/*
+ * Point i's neighbour other (an index into ids) at dist.  nb_add where one
+ * thread feeds point i; nb_add_locked where several may (a one-byte lock a
+ * list).
+ */
+extern void nb_add(NbLists *nl, int64_t i, int64_t other, double dist);
+extern void nb_add_locked(NbLists *nl, int64_t i, int64_t other, double dist);
+
+/*
+ * Point i's neighbours, nearest first, ties by the smaller id: *len ids
+ * and dists, valid until the next call.  The first read of a list turns
+ * its indices into ids and sorts it; no pair may come after.
+ */
+extern void nb_read(NbLists *nl, int64_t i, const int64_t **ids, const double **dist, int *len);
+
+#endif							/* TCJOIN_NEIGHBOR_LISTS_H */
