@@ -256,7 +256,7 @@ tc_dot_filter_lp_applies(const TcJoin *join)
 {
 	const TcJoinParams *pr = &join->params;
 
-	if (join->a.d < TC_FILTER_MIN_DIMS || join->a.d > TC_LP_MAX_DIMS || join->a.n == 0)
+	if (join->a.d > TC_LP_MAX_DIMS || join->a.n == 0)
 		return false;
 	return pr->metric == TC_METRIC_INNER_PRODUCT ||
 		(pr->metric == TC_METRIC_COSINE && pr->eps <= 0.99);

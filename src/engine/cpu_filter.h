@@ -57,9 +57,10 @@ extern void tc_dot_filter_free(TcDotFilter *f);
 
 /*
  * The dot-product metrics' int8 filter (cpu_dot_filter_lp.c has the proof),
- * for CPUs with AVX-512 VNNI (tc_cpu_has_int8_dot): the same contract.  It
- * applies from TC_FILTER_MIN_DIMS to 16,384 dimensions, to the inner
- * product and to cosine with eps <= 0.99 (tc_dot_filter_lp_applies); *slot
+ * for CPUs with AVX-512 VNNI (tc_cpu_has_int8_dot): the same contract.  Its
+ * proof holds up to 16,384 dimensions, for the inner product and for
+ * cosine with eps <= 0.99 (tc_dot_filter_lp_applies; the brute force takes
+ * it from TC_FILTER_MIN_DIMS dimensions, as the float32 filter); *slot
  * is left NULL where the proof's range does not hold.  portable: plain C
  * in place of the instructions, the same integers (tests, any CPU).
  */

@@ -181,6 +181,7 @@ void		test_signals(void);			/* test_threads.c */
 void		test_thread_cap(void);
 void		test_device_choice(void);	/* test_device.c */
 void		test_metrics(void);		/* test_metrics.c */
+void		test_int8_dot(void);		/* test_int8_dot.c */
 void		test_graph(void);		/* test_graph.c */
 
 #endif							/* TC_TEST_HARNESS_H */
