@@ -132,6 +132,20 @@ lp_alloc(TcDotFilterLp *f, size_t bytes)
 	return p;
 }
 
+/* One coordinate's integer into *q; its t_k (the proof's bound on |e_k|). */
+static inline double
+lp_term(double x, double s, double inv, int8_t *q)
+{
+	/* to nearest, or nearly: the bound measures what q leaves */
+	double		v = (double) (int) (x * inv + copysign(0.5, x));
+	double		m;
+
+	v = v > 127 ? 127 : v < -127 ? -127 : v;
+	*q = (int8_t) v;
+	m = s * v;
+	return fabs(x - m) + 0x1p-50 * (fabs(x) + fabs(m));
+}
+
 /*
  * Point i's integers into q, its scale and the bounds of |x| and |e| (x:
  * d doubles of scratch).  Four partial sums: a sum of squares in any order
@@ -141,8 +155,12 @@ static void
 quantise(const TcPoints *p, int64_t i, double na, double g64, double *x, int8_t *q, LpSet *set)
 {
 	const int	d = p->d;
-	double		mx[4] = {0, 0, 0, 0},
-				S[4] = {0, 0, 0, 0},
+	double		m0 = 0,
+				m1 = 0,
+				S0 = 0,
+				S1 = 0,
+				S2 = 0,
+				S3 = 0,
 				maxabs,
 				s,
 				inv;
@@ -153,32 +171,39 @@ quantise(const TcPoints *p, int64_t i, double na, double g64, double *x, int8_t 
 			x[k] = (double) ((const float *) p->data)[i * d + k];
 	else
 		memcpy(x, (const double *) p->data + i * d, sizeof(double) * d);
-	for (k = 0; k < d; k++)
+	for (k = 0; k + 1 < d; k += 2)
 	{
-		double		a = fabs(x[k]);
+		double		a0 = fabs(x[k]),
+					a1 = fabs(x[k + 1]);
 
-		mx[k & 3] = a > mx[k & 3] ? a : mx[k & 3];
+		m0 = a0 > m0 ? a0 : m0;
+		m1 = a1 > m1 ? a1 : m1;
 	}
-	maxabs = mx[0] > mx[1] ? mx[0] : mx[1];
-	maxabs = mx[2] > maxabs ? mx[2] : maxabs;
-	maxabs = mx[3] > maxabs ? mx[3] : maxabs;
+	if (k < d)
+		m0 = fabs(x[k]) > m0 ? fabs(x[k]) : m0;
+	maxabs = m0 > m1 ? m0 : m1;
 	s = maxabs / 127.0;
 	inv = maxabs > 0 ? 127.0 / maxabs : 0.0;
-	for (k = 0; k < d; k++)
+	for (k = 0; k + 3 < d; k += 4)
 	{
-		/* to nearest, or nearly: the bound measures what q leaves */
-		double		v = (double) (int) (x[k] * inv + copysign(0.5, x[k]));
-		double		m,
-					t;
+		double		t0 = lp_term(x[k], s, inv, q + k),
+					t1 = lp_term(x[k + 1], s, inv, q + k + 1),
+					t2 = lp_term(x[k + 2], s, inv, q + k + 2),
+					t3 = lp_term(x[k + 3], s, inv, q + k + 3);
 
-		v = v > 127 ? 127 : v < -127 ? -127 : v;
-		q[k] = (int8_t) v;
-		m = s * v;
-		t = fabs(x[k] - m) + 0x1p-50 * (fabs(x[k]) + fabs(m));
-		S[k & 3] += t * t;
+		S0 += t0 * t0;
+		S1 += t1 * t1;
+		S2 += t2 * t2;
+		S3 += t3 * t3;
+	}
+	for (; k < d; k++)
+	{
+		double		t = lp_term(x[k], s, inv, q + k);
+
+		S0 += t * t;
 	}
 	set->s[i] = s;
-	set->R[i] = sqrt(((S[0] + S[1]) + (S[2] + S[3])) * (1 + (d + 4) * 0x1p-52)) * (1 + 0x1p-50);
+	set->R[i] = sqrt(((S0 + S1) + (S2 + S3)) * (1 + (d + 4) * 0x1p-52)) * (1 + 0x1p-50);
 	set->N[i] = sqrt(na) * (1 + g64) * (1 + 0x1p-50);
 	set->sq[i] = sqrt(na);
 }
@@ -235,17 +260,24 @@ build_set(TcJoin *join, TcDotFilterLp *f, const TcPoints *p, const double *norm,
 			int32_t		sum = 0;
 
 			memcpy(set->rows + (size_t) i * dp, q, (size_t) dp);
-			for (int k = 0; k < p->d; k++)
+			for (int k = 0; k < dp; k++)
 				sum += q[k];
 			set->bias[i] = 128 * sum;
 		}
 		if (want_packed)
 		{
-			uint8_t    *g = set->packed + (size_t) (i / TC_LP_COLS) * TC_LP_COLS * dp;
-			int			c = (int) (i % TC_LP_COLS);
+			uint8_t    *g = set->packed + (size_t) (i / TC_LP_COLS) * TC_LP_COLS * dp +
+				(i % TC_LP_COLS) * 4;
 
-			for (int k = 0; k < p->d; k++)
-				g[(size_t) (k / 4) * TC_LP_COLS * 4 + c * 4 + k % 4] = (uint8_t) (q[k] + 128);
+			/* four bytes at a time, flipped to unsigned (q + 128) */
+			for (int k = 0; k < dp; k += 4)
+			{
+				uint32_t	w;
+
+				memcpy(&w, q + k, 4);
+				w ^= 0x80808080u;
+				memcpy(g + (size_t) k * TC_LP_COLS, &w, 4);
+			}
 		}
 	}
 	return TC_OK;
