@@ -53,6 +53,8 @@
  * so both give the same bits.
  */
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +71,7 @@
 #define TC_LP_COLS 16			/* columns of b packed together: one vector */
 #define TC_LP_ROWS 8			/* rows of a a kernel call takes */
 #define TC_LP_MAX_DIMS 16384
+#define TC_LP_MAX_THREADS 16	/* threads that quantise a set */
 #define TC_LP_SLACK 0x1p-44		/* U's rounding allowance (the proof) */
 
 /* One set's quantised points and their per-point terms of the bound. */
@@ -151,11 +154,12 @@ lp_term(double x, double s, double inv, int8_t *q)
  * d doubles of scratch).  Four partial sums: a sum of squares in any order
  * keeps the proof's bound.
  */
-static void
+static bool
 quantise(const TcPoints *p, int64_t i, double na, double g64, double *x, int8_t *q, LpSet *set)
 {
 	const int	d = p->d;
-	double		m0 = 0,
+	double		lo = INFINITY,
+				m0 = 0,
 				m1 = 0,
 				S0 = 0,
 				S1 = 0,
@@ -178,10 +182,18 @@ quantise(const TcPoints *p, int64_t i, double na, double g64, double *x, int8_t 
 
 		m0 = a0 > m0 ? a0 : m0;
 		m1 = a1 > m1 ? a1 : m1;
+		lo = a0 != 0 && a0 < lo ? a0 : lo;
+		lo = a1 != 0 && a1 < lo ? a1 : lo;
 	}
 	if (k < d)
+	{
 		m0 = fabs(x[k]) > m0 ? fabs(x[k]) : m0;
+		lo = x[k] != 0 && fabs(x[k]) < lo ? fabs(x[k]) : lo;
+	}
 	maxabs = m0 > m1 ? m0 : m1;
+	/* the proof's range: every coordinate 0 or of magnitude in [2^-56, 2^56] */
+	if (maxabs > 0x1p56 || lo < 0x1p-56)
+		return false;
 	s = maxabs / 127.0;
 	inv = maxabs > 0 ? 127.0 / maxabs : 0.0;
 	for (k = 0; k + 3 < d; k += 4)
@@ -206,23 +218,87 @@ quantise(const TcPoints *p, int64_t i, double na, double g64, double *x, int8_t 
 	set->R[i] = sqrt(((S0 + S1) + (S2 + S3)) * (1 + (d + 4) * 0x1p-52)) * (1 + 0x1p-50);
 	set->N[i] = sqrt(na) * (1 + g64) * (1 + 0x1p-50);
 	set->sq[i] = sqrt(na);
+	return true;
+}
+
+/* One thread's share of a set's points: [i0, i1), with its own scratch. */
+typedef struct LpPart
+{
+	const TcDotFilterLp *f;
+	const TcPoints *p;
+	LpSet	   *set;
+	int64_t		i0,
+				i1;
+	int8_t	   *q;				/* dp bytes, zero past d */
+	double	   *x;				/* dp doubles */
+	bool		in_range;
+} LpPart;
+
+/* Quantise a part's points into the rows (a's side) and the packing (b's side). */
+static void *
+quantise_part(void *arg)
+{
+	LpPart	   *pt = arg;
+	const int	dp = pt->f->dp;
+	LpSet	   *set = pt->set;
+
+	for (int64_t i = pt->i0; i < pt->i1; i++)
+	{
+		if (!quantise(pt->p, i, set->norm[i], pt->f->g64, pt->x, pt->q, set))
+		{
+			pt->in_range = false;
+			return NULL;
+		}
+		if (set->rows)
+		{
+			int32_t		sum = 0;
+
+			memcpy(set->rows + (size_t) i * dp, pt->q, (size_t) dp);
+			for (int k = 0; k < dp; k++)
+				sum += pt->q[k];
+			set->bias[i] = 128 * sum;
+		}
+		if (set->packed)
+		{
+			uint8_t    *g = set->packed + (size_t) (i / TC_LP_COLS) * TC_LP_COLS * dp +
+				(i % TC_LP_COLS) * 4;
+
+			/* four bytes at a time, flipped to unsigned (q + 128) */
+			for (int k = 0; k < dp; k += 4)
+			{
+				uint32_t	w;
+
+				memcpy(&w, pt->q + k, 4);
+				w ^= 0x80808080u;
+				memcpy(g + (size_t) k * TC_LP_COLS, &w, 4);
+			}
+		}
+	}
+	return NULL;
 }
 
 /*
  * Quantise one set: per-point terms, and the rows (want_rows: a's side)
- * and the packed columns (want_packed: b's side).  Polls as it goes.
+ * and the packed columns (want_packed: b's side), on the join's threads.
+ * A chunk of rows at a time, between two polls on the caller's thread:
+ * the helpers are joined before each poll (which may not return), so none
+ * outlives the filter's memory.  *in_range false (and TC_OK) where a
+ * coordinate lies outside the proof's range.
  */
 static TcStatus
 build_set(TcJoin *join, TcDotFilterLp *f, const TcPoints *p, const double *norm,
-		  bool want_rows, bool want_packed, LpSet *set)
+		  bool want_rows, bool want_packed, LpSet *set, bool *in_range)
 {
 	const int	dp = f->dp;
 	const int64_t nr = (p->n + TC_LP_ROWS - 1) / TC_LP_ROWS * TC_LP_ROWS;
 	const int64_t nc = (p->n + TC_LP_COLS - 1) / TC_LP_COLS * TC_LP_COLS;
 	const int64_t check = tc_check_rows(p->d);
-	int8_t	   *q = lp_alloc(f, (size_t) dp);
+	const int	nt = join->params.threads < TC_LP_MAX_THREADS ?
+		(join->params.threads > 1 ? join->params.threads : 1) : TC_LP_MAX_THREADS;
+	int8_t	   *q = lp_alloc(f, (size_t) dp * nt);
 	double	   *terms = lp_alloc(f, sizeof(double) * 4 * (size_t) nc);
-	double	   *x = lp_alloc(f, sizeof(double) * (size_t) dp);
+	double	   *x = lp_alloc(f, sizeof(double) * (size_t) dp * nt);
+	LpPart		part[TC_LP_MAX_THREADS];
 
 	if (q == NULL || terms == NULL || x == NULL)
 		return TC_ERR_NOMEM;
@@ -249,36 +325,41 @@ build_set(TcJoin *join, TcDotFilterLp *f, const TcPoints *p, const double *norm,
 			return TC_ERR_NOMEM;
 		memset(set->packed, 128, (size_t) nc * dp);
 	}
-	memset(q, 0, (size_t) dp);
-	for (int64_t i = 0; i < p->n; i++)
+	memset(q, 0, (size_t) dp * nt);
+	for (int64_t c0 = 0; c0 < p->n; c0 += check)
 	{
-		if (i % check == 0 && !tc_poll(join))
+		int64_t		c1 = p->n - c0 > check ? c0 + check : p->n;
+		/* parts of whole groups of 16 points, 256 at least */
+		int64_t		step = ((c1 - c0 + nt - 1) / nt + 255) / 256 * 256;
+		pthread_t	th[TC_LP_MAX_THREADS];
+		bool		started[TC_LP_MAX_THREADS] = {false};
+		sigset_t	all,
+					old;
+		int			np = 0;
+
+		if (!tc_poll(join))
 			return TC_STOPPED;
-		quantise(p, i, norm[i], f->g64, x, q, set);
-		if (want_rows)
-		{
-			int32_t		sum = 0;
-
-			memcpy(set->rows + (size_t) i * dp, q, (size_t) dp);
-			for (int k = 0; k < dp; k++)
-				sum += q[k];
-			set->bias[i] = 128 * sum;
-		}
-		if (want_packed)
-		{
-			uint8_t    *g = set->packed + (size_t) (i / TC_LP_COLS) * TC_LP_COLS * dp +
-				(i % TC_LP_COLS) * 4;
-
-			/* four bytes at a time, flipped to unsigned (q + 128) */
-			for (int k = 0; k < dp; k += 4)
+		for (int64_t i0 = c0; i0 < c1; i0 += step, np++)
+			part[np] = (LpPart) {f, p, set, i0, c1 - i0 > step ? i0 + step : c1,
+			q + (size_t) np * dp, x + (size_t) np * dp, true};
+		/* the helpers never run the host's signal handlers */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		for (int t = 1; t < np; t++)
+			started[t] = pthread_create(&th[t], NULL, quantise_part, &part[t]) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		for (int t = 0; t < np; t++)
+			if (!started[t])
+				quantise_part(&part[t]);
+		for (int t = 1; t < np; t++)
+			if (started[t])
+				pthread_join(th[t], NULL);
+		for (int t = 0; t < np; t++)
+			if (!part[t].in_range)
 			{
-				uint32_t	w;
-
-				memcpy(&w, q + k, 4);
-				w ^= 0x80808080u;
-				memcpy(g + (size_t) k * TC_LP_COLS, &w, 4);
+				*in_range = false;
+				return TC_OK;
 			}
-		}
 	}
 	return TC_OK;
 }
@@ -300,16 +381,13 @@ tc_dot_filter_lp_build(TcJoin *join, const double *norm_a, const double *norm_b,
 {
 	const TcPoints *a = &join->a;
 	const TcPoints *b = join->self ? NULL : &join->b;
-	bool		stopped = false;
+	bool		in_range = true;
 	TcDotFilterLp *f;
 	TcStatus	st;
 
 	*slot = NULL;
 	if (!tc_dot_filter_lp_applies(join))
 		return TC_OK;
-	if (!tc_coords_in_range(join, a, 0x1p-56, 0x1p56, &stopped) ||
-		(b && !tc_coords_in_range(join, b, 0x1p-56, 0x1p56, &stopped)))
-		return stopped ? TC_STOPPED : TC_OK;
 	/* Owned by the caller from here on, so a longjmp out of a poll leaks nothing. */
 	f = *slot = calloc(1, sizeof(TcDotFilterLp));
 	if (f == NULL)
@@ -321,12 +399,19 @@ tc_dot_filter_lp_build(TcJoin *join, const double *norm_a, const double *norm_b,
 	f->eps = join->params.eps;
 	f->g64 = a->d * 0x1p-53 / (1 - a->d * 0x1p-53);
 	f->cos_out = (1.0 - f->eps) * (1.0 - 0x1p-40);
-	if ((st = build_set(join, f, a, norm_a, true, b == NULL, &f->a)) != TC_OK)
-		return st;
-	if (b)
-		return build_set(join, f, b, norm_b, false, true, &f->b);
-	f->b = f->a;
-	return TC_OK;
+	st = build_set(join, f, a, norm_a, true, b == NULL, &f->a, &in_range);
+	if (st == TC_OK && in_range && b)
+		st = build_set(join, f, b, norm_b, false, true, &f->b, &in_range);
+	else
+		f->b = f->a;
+	if (st == TC_OK && !in_range)
+	{
+		/* a coordinate out of the proof's range: the float32 filter's turn */
+		tc_dot_filter_lp_free(f);
+		*slot = NULL;
+		return TC_OK;
+	}
+	return st;
 }
 
 /* Q's bound on the contract's dot product of a's i and b's j (the proof's U). */
