@@ -3,25 +3,29 @@
  *		An int8 filter with a proven margin for the dot-product metrics
  *		(cosine, inner product) on CPUs with AVX-512 VNNI: it rejects pairs
  *		that are surely out, and every pair it keeps is decided by the
- *		contract's exact formula.  Four times the float32 filter's products
- *		a cycle (vpdpbusd: 64 byte products into 16 int32 lanes).
+ *		contract's exact formula.  vpdpbusd makes 64 byte products into 16
+ *		int32 lanes an instruction: 13 times the float32 kernel's
+ *		multiply-adds a second on a Zen 4 core (test/bench/lab/lp_kernels.c).
  *
  * The range: every coordinate is 0 or of magnitude in [2^-56, 2^56], d <=
  * 16,384 (else the float32 filter, or none).  u = 2^-53; g64 = d u / (1 - d
  * u), the contract's relative error on a sum of d products.
  *
  * Quantisation.  Each point x (the float8 values the contract reads) gets a
- * scale s = fl(max |x_k| / 127) (0 for a zero vector) and integers q_k =
- * round(x_k / s), clamped to [-127, 127]; x^ = s q (real) and e = x - x^.
- * The bound never assumes how q was rounded: it measures e.  With m_k =
- * fl(s q_k) = s q_k (1 + d1) and c_k = fl(x_k - m_k) = (x_k - m_k)(1 + d2),
- * |d1|, |d2| <= u, e_k = c_k / (1 + d2) + s q_k d1, so |e_k| <= t_k =
- * |c_k| + 2^-50 (|x_k| + |m_k|) (8u covers 2u |c_k| + u |s q_k| with
- * room).  In range, t_k is 0 or at least 2^-106: its square is normal, no
- * sum overflows.  R = fl(sqrt(fl(S (1 + (d + 4) 2^-52)))) (1 + 2^-50), S the
- * float8 sum of the t_k^2, bounds |e| (a sum of d squares is within
+ * scale s = fl(max |x_k| / 127) (0 for a zero vector) and integers q_k near
+ * x_k / s (x_k fl(127 / max) rounded half away from 0, clamped to [-127,
+ * 127]); x^ = s q (real) and e = x - x^.  The bound never assumes how q was
+ * rounded: it measures e.  With m_k = fl(s q_k) = s q_k (1 + d1) and c_k =
+ * fl(x_k - m_k) = (x_k - m_k)(1 + d2), |d1|, |d2| <= u, e_k = c_k / (1 +
+ * d2) + s q_k d1, so |e_k| <= |c_k| (1 + 2u) + u |s q_k|, and |c_k| <= (1 +
+ * u)(|x_k| + |m_k|): t_k = fl(|c_k| + 2^-50 (|x_k| + |m_k|)) exceeds it
+ * (the 8u (|x_k| + |m_k|) covers those 4u and t_k's own two roundings).
+ * In range, t_k is 0 or at least 2^-106: its square is normal, no sum
+ * overflows.  R = fl(sqrt(fl(S (1 + (d + 4) 2^-52)))) (1 + 2^-50), S the
+ * float8 sum of the t_k^2 in any order, bounds |e| (such a sum is within
  * (d + 1) u of the real one).  N = fl(sqrt(na)) (1 + g64) (1 + 2^-50)
- * bounds |x|: the contract's squared norm na >= (1 - g64) |x|^2.
+ * bounds |x|: the contract's squared norm na >= (1 - g64) |x|^2, and the
+ * 2^-50 covers N's own three roundings.
  *
  * Products.  a's integers are signed, b's stored offset by 128 as unsigned
  * (vpdpbusd multiplies unsigned by signed bytes): the instruction's int32
@@ -35,10 +39,11 @@
  * dot_c (float8, index order) is within g64 sum |a_k b_k| <= g64 Na Nb of T.
  * So dot_c <= sa sb Q + B, B = c1 Nb + c2 Rb, c1 = Ra + g64 Na, c2 = Na +
  * Ra.  Evaluated in float8: est = fl(fl(Q sa) sb) is within 3u |est| of sa
- * sb Q, the computed B within 5u B of the real one (non-negative terms),
- * and U = fl(fl(est + B) + fl(2^-44 fl(|est| + B))) exceeds them all: the
- * last term (512u (|est| + B)) covers those and the two additions' own
- * roundings.  So U >= dot_c, and the decisions are cpu_dot_filter.c's:
+ * sb Q, the computed B within 8u B of the real one (non-negative terms,
+ * g64 itself rounded), and U = fl(fl(est + B) + fl(2^-44 fl(|est| + B)))
+ * exceeds them all: the last term (512u (|est| + B)) covers those and the
+ * two additions' own roundings.  So U >= dot_c, and the decisions are
+ * cpu_dot_filter.c's:
  *
  *	 - inner product: U < -eps puts the pair out;
  *	 - cosine (eps <= 0.99): U < fl(fl(cos_out sqa) sqb), cos_out = (1 -
