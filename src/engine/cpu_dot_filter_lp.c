@@ -405,10 +405,13 @@ tc_dot_filter_lp_build(TcJoin *join, const double *norm_a, const double *norm_b,
 	f->g64 = a->d * 0x1p-53 / (1 - a->d * 0x1p-53);
 	f->cos_out = (1.0 - f->eps) * (1.0 - 0x1p-40);
 	st = build_set(join, f, a, norm_a, true, b == NULL, &f->a, &in_range);
-	if (st == TC_OK && in_range && b)
-		st = build_set(join, f, b, norm_b, false, true, &f->b, &in_range);
-	else
-		f->b = f->a;
+	if (st == TC_OK && in_range)
+	{
+		if (b)
+			st = build_set(join, f, b, norm_b, false, true, &f->b, &in_range);
+		else
+			f->b = f->a;
+	}
 	if (st == TC_OK && !in_range)
 	{
 		/* a coordinate out of the proof's range: the float32 filter's turn */
