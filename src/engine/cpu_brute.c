@@ -14,7 +14,9 @@
  *
  * From TC_FILTER_MIN_DIMS dimensions on, a float32 filter with a proven
  * margin (cpu_filter.c) first drops the pairs that are surely too far, and
- * only the rest are summed exactly, one pair at a time.
+ * only the rest are summed exactly, one pair at a time.  The dot-product
+ * metrics' filter is int8 (cpu_dot_filter_lp.c) on CPUs with AVX-512 VNNI,
+ * where its proof's range holds, else float32 (cpu_dot_filter.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +54,7 @@ typedef struct BruteState
 {
 	TcFilter   *filter;
 	TcDotFilter *dot_filter;	/* cosine and inner product, where it applies */
+	TcDotFilterLp *dot_lp;		/* their int8 filter, in its place where it applies */
 	double	   *norm_a;			/* the contract's squared norms (dot-product metrics) */
 	double	   *norm_b;			/* norm_a in a self-join */
 } BruteState;
@@ -264,14 +267,26 @@ dot_filtered(TcWorker *w, const TcJoin *join, const BruteState *state, const uin
 	for (int64_t i = i0; i < i1; i++)
 	{
 		int64_t		jb = join->self && j0 <= i ? i + 1 : j0;
+		const uint8_t *kr = keep + (i - i0) * (j1 - j0) - j0;
 
 		if (jb < j1)
 			w->candidates += (uint64_t) (j1 - jb);
 		for (int64_t j = jb; j < j1; j++)
 		{
 			double		dist;
+			uint64_t	word;
 
-			if (!keep[(i - i0) * (j1 - j0) + (j - j0)])
+			/* most verdicts are 0: eight at a time */
+			if (j + 8 <= j1)
+			{
+				memcpy(&word, kr + j, 8);
+				if (word == 0)
+				{
+					j += 7;
+					continue;
+				}
+			}
+			if (!kr[j])
 				continue;
 			w->rechecked++;
 			dist = dot_metric_dist(join, state, i, j, tc_point_dot(&join->a, i, &join->b, j));
@@ -352,7 +367,8 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 	int64_t		i0 = item * TC_BRUTE_ROWS;
 	int64_t		i1 = i0 + TC_BRUTE_ROWS;
 	int64_t		nb = join->b.n;
-	BruteScratch *bs = get_scratch(w, d, state->filter != NULL || state->dot_filter != NULL);
+	bool		filtered = state->filter || state->dot_filter || state->dot_lp;
+	BruteScratch *bs = get_scratch(w, d, filtered);
 
 	if (bs == NULL)
 	{
@@ -378,7 +394,7 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 
 		if (tc_should_stop(join))
 			return;
-		if (state->filter || state->dot_filter)
+		if (filtered)
 		{
 			/*
 			 * Rows by pairs (the filter's own unit, so no verdict
@@ -394,9 +410,12 @@ brute_run_item(TcJoin *join, TcWorker *w, int64_t item)
 
 				if (r0 > i0 && tc_should_stop(join))
 					return;
-				if (state->dot_filter)
+				if (state->dot_filter || state->dot_lp)
 				{
-					tc_dot_filter_block(state->dot_filter, r0, r1, j0, j1, bs->keep);
+					if (state->dot_lp)
+						tc_dot_filter_lp_block(state->dot_lp, r0, r1, j0, j1, bs->keep);
+					else
+						tc_dot_filter_block(state->dot_filter, r0, r1, j0, j1, bs->keep);
 					go = dot_filtered(w, join, state, bs->keep, r0, r1, j0, j1);
 				}
 				else
@@ -459,6 +478,7 @@ brute_free_state(TcJoin *join)
 		return;
 	tc_filter_free(state->filter);
 	tc_dot_filter_free(state->dot_filter);
+	tc_dot_filter_lp_free(state->dot_lp);
 	if (state->norm_b != state->norm_a)
 		free(state->norm_b);
 	free(state->norm_a);
@@ -473,6 +493,39 @@ static const TcBackend brute_backend = {
 };
 
 /*
+ * The contract's squared norms of points i .. i + 3 of p (past n: 0), each
+ * summed in index order as tc_point_dot sums it: four chains at once hide
+ * the additions' latency.
+ */
+#define TC_NORMS4(ELEM) \
+	do { \
+		const ELEM *x0 = (const ELEM *) p->data + i * d; \
+		const ELEM *x1 = x0 + (i + 1 < p->n ? d : 0); \
+		const ELEM *x2 = x0 + (i + 2 < p->n ? 2 * d : 0); \
+		const ELEM *x3 = x0 + (i + 3 < p->n ? 3 * d : 0); \
+		\
+		for (int k = 0; k < d; k++) \
+		{ \
+			s[0] += (double) x0[k] * (double) x0[k]; \
+			s[1] += (double) x1[k] * (double) x1[k]; \
+			s[2] += (double) x2[k] * (double) x2[k]; \
+			s[3] += (double) x3[k] * (double) x3[k]; \
+		} \
+	} while (0)
+
+static void
+squared_norms4(const TcPoints *p, int64_t i, double *s)
+{
+	const int64_t d = p->d;
+
+	s[0] = s[1] = s[2] = s[3] = 0.0;
+	if (p->type == TC_FLOAT4)
+		TC_NORMS4(float);
+	else
+		TC_NORMS4(double);
+}
+
+/*
  * Squared norms of p's points into *out, polling; a zero norm (a zero
  * vector, or one whose squares all underflow) has no cosine distance.
  */
@@ -480,8 +533,7 @@ TcStatus
 tc_squared_norms(TcJoin *join, const TcPoints *p, int set, double **out, TcError *err)
 {
 	bool		cosine = join->params.metric == TC_METRIC_COSINE;
-
-	const int64_t rows = tc_check_rows(p->d);
+	const int64_t rows = (tc_check_rows(p->d) + 3) / 4 * 4;
 
 	*out = malloc(sizeof(double) * (size_t) (p->n > 0 ? p->n : 1));
 	if (*out == NULL)
@@ -491,9 +543,16 @@ tc_squared_norms(TcJoin *join, const TcPoints *p, int set, double **out, TcError
 	}
 	for (int64_t i = 0; i < p->n; i++)
 	{
-		if (i % rows == 0 && !tc_poll(join))
-			return TC_STOPPED;
-		(*out)[i] = tc_point_dot(p, i, p, i);
+		if (i % 4 == 0)
+		{
+			double		s[4];
+
+			if (i % rows == 0 && !tc_poll(join))
+				return TC_STOPPED;
+			squared_norms4(p, i, s);
+			for (int c = 0; c < 4 && i + c < p->n; c++)
+				(*out)[i + c] = s[c];
+		}
 		if (cosine && !((*out)[i] > 0.0))
 		{
 			tc_set_error(err, TC_ERR_INVALID,
@@ -508,9 +567,40 @@ tc_squared_norms(TcJoin *join, const TcPoints *p, int set, double **out, TcError
 }
 
 /*
+ * The dot-product metrics' filter from TC_FILTER_MIN_DIMS dimensions: int8
+ * where the CPU has AVX-512 VNNI and the int8 proof applies (or where the
+ * dot_filter override forces its portable form), else float32; either is
+ * left out where its range does not hold.
+ */
+static TcStatus
+dot_filter_build(TcJoin *join, BruteState *state)
+{
+	TcDotFilterKind kind = join->params.overrides.dot_filter;
+	bool		portable = kind == TC_DOT_FILTER_INT8_PORTABLE;
+	TcStatus	st;
+
+	if (join->a.d < TC_FILTER_MIN_DIMS)
+		return TC_OK;
+	if (kind != TC_DOT_FILTER_FLOAT32 && tc_dot_filter_lp_applies(join) &&
+		(portable || tc_cpu_has_int8_dot()))
+	{
+		st = tc_dot_filter_lp_build(join, state->norm_a, state->norm_b, portable, &state->dot_lp);
+		if (st != TC_OK || state->dot_lp)
+		{
+			join->stats.filter = portable ? "int8 (portable)" : "int8";
+			return st;
+		}
+	}
+	st = tc_dot_filter_build(join, state->norm_a, state->norm_b, &state->dot_filter);
+	if (state->dot_filter)
+		join->stats.filter = "float32";
+	return st;
+}
+
+/*
  * The dot-product metrics: the contract's squared norms (cosine's, and the
- * filter's bound), and from TC_FILTER_MIN_DIMS dimensions the float32
- * filter (cpu_dot_filter.c) where its proof's range holds; every pair it
+ * filter's bound), and from TC_FILTER_MIN_DIMS dimensions a filter
+ * (dot_filter_build) where its proof's range holds; every pair it
  * keeps, or every pair without it, summed exactly.
  */
 static TcStatus
@@ -527,15 +617,12 @@ dot_prepare(TcJoin *join, BruteState *state, TcError *err)
 		else if ((st = tc_squared_norms(join, &join->b, 1, &state->norm_b, err)) != TC_OK)
 			return st;
 	}
-	if (join->a.d >= TC_FILTER_MIN_DIMS &&
-		(st = tc_dot_filter_build(join, state->norm_a, state->norm_b, &state->dot_filter)) != TC_OK)
+	if ((st = dot_filter_build(join, state)) != TC_OK)
 	{
 		if (st == TC_ERR_NOMEM)
 			tc_set_error(err, st, "out of memory building the brute-force filter");
 		return st;
 	}
-	if (state->dot_filter)
-		join->stats.filter = "float32";
 	join->nitems = (join->a.n + TC_BRUTE_ROWS - 1) / TC_BRUTE_ROWS;
 	join->stats.grid_dims = 0;
 	join->stats.cells = 0;

@@ -55,4 +55,26 @@ extern void tc_dot_filter_block(const TcDotFilter *f, int64_t i0, int64_t i1,
 								int64_t j0, int64_t j1, uint8_t *keep);
 extern void tc_dot_filter_free(TcDotFilter *f);
 
+/*
+ * The dot-product metrics' int8 filter (cpu_dot_filter_lp.c has the proof),
+ * for CPUs with AVX-512 VNNI (tc_cpu_has_int8_dot): the same contract.  Its
+ * proof holds up to 16,384 dimensions, for the inner product and for
+ * cosine with eps <= 0.99 (tc_dot_filter_lp_applies; the brute force takes
+ * it from TC_FILTER_MIN_DIMS dimensions, as the float32 filter); *slot
+ * is left NULL where the proof's range does not hold.  portable: plain C
+ * in place of the instructions, the same integers (tests, any CPU).
+ */
+typedef struct TcDotFilterLp TcDotFilterLp;
+
+extern bool tc_cpu_has_int8_dot(void);
+extern bool tc_dot_filter_lp_applies(const TcJoin *join);
+extern TcStatus tc_dot_filter_lp_build(TcJoin *join, const double *norm_a, const double *norm_b,
+									   bool portable, TcDotFilterLp **slot);
+extern void tc_dot_filter_lp_block(const TcDotFilterLp *f, int64_t i0, int64_t i1,
+								   int64_t j0, int64_t j1, uint8_t *keep);
+extern void tc_dot_filter_lp_free(TcDotFilterLp *f);
+
+/* For the tests: the proof's upper bound on the contract's dot of a's i and b's j. */
+extern double tc_dot_filter_lp_upper(const TcDotFilterLp *f, int64_t i, int64_t j);
+
 #endif							/* TCJOIN_CPU_FILTER_H */

@@ -102,6 +102,14 @@ typedef enum TcRecheckKernel
 	TC_RECHECK_BULK256			/* Hopper: the same, 256 bytes a copy */
 } TcRecheckKernel;
 
+typedef enum TcDotFilterKind
+{
+	TC_DOT_FILTER_AUTO = 0,		/* int8 where the CPU has AVX-512 VNNI, else float32 */
+	TC_DOT_FILTER_FLOAT32,		/* the float32 filter */
+	TC_DOT_FILTER_INT8,			/* int8 (where the CPU cannot, auto's choice) */
+	TC_DOT_FILTER_INT8_PORTABLE /* int8 through plain C: the same integers, any CPU */
+} TcDotFilterKind;
+
 typedef struct TcOverrides
 {
 	TcTileKernel tile_kernel;	/* FP16 brute force's tile kernel */
@@ -113,6 +121,7 @@ typedef struct TcOverrides
 	double		batch_rate;		/* GPU: first batch's pairs per unit (0: 1) */
 	bool		trace;			/* GPU: each batch's times on stderr */
 	bool		no_prefault;	/* loading: the matrix's pages faulted by its writes only */
+	TcDotFilterKind dot_filter; /* CPU brute force's dot-product filter */
 } TcOverrides;
 
 /* What a GPU join does when the GPU's memory is exhausted. */

@@ -11,6 +11,8 @@
  *	  filter_bound=prefix|whole
  *	  batch_rate=R		(0 < R <= 1; 0 for the default)
  *	  trace=on|off
+ *	  prefault=on|off
+ *	  dot_filter=auto|float32|int8|int8-portable
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,6 +36,10 @@ static const OverrideChoice recheck_choices[] = {
 };
 static const OverrideChoice onoff_choices[] = {
 	{"on", 1}, {"off", 0}, {NULL, 0}
+};
+static const OverrideChoice dot_filter_choices[] = {
+	{"auto", TC_DOT_FILTER_AUTO}, {"float32", TC_DOT_FILTER_FLOAT32}, {"int8", TC_DOT_FILTER_INT8},
+	{"int8-portable", TC_DOT_FILTER_INT8_PORTABLE}, {NULL, 0}
 };
 static const OverrideChoice bound_choices[] = {
 	{"prefix", 0}, {"whole", 1}, {NULL, 0}
@@ -91,6 +97,8 @@ parse_item(const char *key, const char *value, TcOverrides *out, char *msg, size
 		choices = recheck_choices;
 	else if (strcmp(key, "filter_bound") == 0)
 		choices = bound_choices;
+	else if (strcmp(key, "dot_filter") == 0)
+		choices = dot_filter_choices;
 	else if (strcmp(key, "recheck_group") == 0 || strcmp(key, "clusters") == 0 ||
 			 strcmp(key, "pingpong") == 0 || strcmp(key, "trace") == 0 ||
 			 strcmp(key, "prefault") == 0)
@@ -98,7 +106,7 @@ parse_item(const char *key, const char *value, TcOverrides *out, char *msg, size
 	else
 	{
 		snprintf(msg, msglen, "unknown override \"%s\" (known: tile_kernel, recheck, "
-				 "recheck_group, clusters, pingpong, filter_bound, batch_rate, trace, prefault)", key);
+				 "recheck_group, clusters, pingpong, filter_bound, batch_rate, trace, prefault, dot_filter)", key);
 		return false;
 	}
 	if (!pick(choices, value, &v))
@@ -113,6 +121,8 @@ parse_item(const char *key, const char *value, TcOverrides *out, char *msg, size
 		out->recheck = (TcRecheckKernel) v;
 	else if (choices == bound_choices)
 		out->whole_dot_bound = v != 0;
+	else if (choices == dot_filter_choices)
+		out->dot_filter = (TcDotFilterKind) v;
 	else if (strcmp(key, "recheck_group") == 0)
 		out->no_recheck_group = v == 0;
 	else if (strcmp(key, "clusters") == 0)

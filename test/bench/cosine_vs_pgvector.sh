@@ -10,8 +10,10 @@
 # and both counts (pgvector computes in float4: near eps they may differ),
 # then the phases of the last join over each column (tc_last_stats: reading
 # the column, the index, the join and the output).  TCJOIN_DEVICE (default
-# cpu) is tcjoin.device for the joins; past 20,000 rows pgvector's self-join
-# (n^2 / 2 distance calls) is left out.
+# cpu) is tcjoin.device for the joins, TCJOIN_OVERRIDES (default none)
+# tcjoin.dev_overrides (dot_filter=float32: the CPU's float32 filter in
+# place of the int8 one); past 20,000 rows pgvector's self-join (n^2 / 2
+# distance calls) is left out.
 #   test/bench/cosine_vs_pgvector.sh [REPS] [N] [D] [EPS]   (needs pgvector
 #                                                  and the extension installed)
 # Not a test: the figures go to docs/.
@@ -22,6 +24,7 @@ D=${3:-384}
 EPS=${4:-0.02}
 DB=${TCJOIN_BENCH_DB:-tcjoin_cosine}
 DEVICE=${TCJOIN_DEVICE:-cpu}
+OVERRIDES=${TCJOIN_OVERRIDES:-}
 cd "$(dirname "$0")/../.."
 [ -n "${PGPORT:-}" ] || eval "$(bash test/cluster.sh env)"
 . test/stress/lib.sh
@@ -48,7 +51,7 @@ DROP TABLE g, g2;
 VACUUM ANALYZE t, tr;
 SQL
 create_runs_fn "$DB"
-echo "$N x $D unit vectors (5% near-duplicates), cosine distance <= $EPS; tcjoin.device = $DEVICE; $(nproc) cores, medians of $REPS (ms); commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
+echo "$N x $D unit vectors (5% near-duplicates), cosine distance <= $EPS; tcjoin.device = $DEVICE${OVERRIDES:+, tcjoin.dev_overrides = $OVERRIDES}; $(nproc) cores, medians of $REPS (ms); commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
 PGVJ=
 [ "$N" -le 20000 ] && PGVJ="SELECT 'pgvector_self_join', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
        (SELECT count(*) FROM t a JOIN t b ON a.id < b.id AND a.v <=> b.v <= $EPS)
@@ -58,6 +61,7 @@ PHASES="SELECT col, device, method, filter, round(load_ms::numeric, 1) AS load_m
 echo "(each join: name, median ms, rows; then per column: rows, and device, method, filter, load, index, join, output ms)"
 q_db "$DB" -F ' ' <<SQL
 SET tcjoin.device = $DEVICE;
+SET tcjoin.dev_overrides = '$OVERRIDES';
 SELECT 'tc_selfjoin(vector)', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
        (SELECT count(*) FROM tc_selfjoin('t', 'v', $EPS, metric => 'cosine'))
   FROM runs(\$q\$SELECT count(*) FROM tc_selfjoin('t', 'v', $EPS, metric => 'cosine')\$q\$, $REPS) ms;

@@ -183,6 +183,7 @@ void		test_device_choice(void);	/* test_device.c */
 void		test_metrics(void);		/* test_metrics.c */
 /* The dot-product metrics' contract dist of a's i and b's j, from the README (test_metrics.c). */
 double		metric_ref(TcMetric m, const TcPoints *a, int64_t i, const TcPoints *b, int64_t j);
+void		test_int8_dot(void);		/* test_int8_dot.c */
 void		test_graph(void);		/* test_graph.c */
 void		test_nearest(void);		/* test_nearest.c */
 

@@ -21,7 +21,7 @@
  *					sq_threshold, invalid, tiny, dims, distributions,
  *					two-sets, large, sinks, random, fp16-round,
  *					fp16-filter, fp16-dot, overrides, cancel, signals, threads,
- *					device, metrics, graph, nearest.
+ *					device, metrics, int8-dot, graph, nearest.
  */
 #include "test_harness.h"
 
@@ -66,6 +66,7 @@ static const struct
 	{"threads", test_thread_cap},
 	{"device", test_device_choice},
 	{"metrics", test_metrics},
+	{"int8-dot", test_int8_dot},
 	{"graph", test_graph},
 	{"nearest", test_nearest},
 };
