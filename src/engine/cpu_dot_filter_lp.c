@@ -4,8 +4,8 @@
  *		(cosine, inner product) on CPUs with AVX-512 VNNI: it rejects pairs
  *		that are surely out, and every pair it keeps is decided by the
  *		contract's exact formula.  vpdpbusd makes 64 byte products into 16
- *		int32 lanes an instruction: 13 times the float32 kernel's
- *		multiply-adds a second on a Zen 4 core (test/bench/lab/lp_kernels.c).
+ *		int32 lanes an instruction, many times the float32 kernel's
+ *		multiply-adds (docs/lab/2026-11-26-cpu-low-precision-filter.md).
  *
  * The range: every coordinate is 0 or of magnitude in [2^-56, 2^56], d <=
  * 16,384 (else the float32 filter, or none).  u = 2^-53; g64 = d u / (1 - d
