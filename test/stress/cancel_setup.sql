@@ -96,7 +96,7 @@ BEGIN
     LOOP
         PERFORM pg_stat_clear_snapshot();
         SELECT pid, query_start INTO target, qs FROM pg_stat_activity
-            WHERE application_name = app AND state = 'active' AND query ~ 'tc_(self)?join';
+            WHERE application_name = app AND state = 'active' AND query ~ 'tc_(self)?join|tc_dbscan';
         EXIT WHEN FOUND;
         IF clock_timestamp() > statement_timestamp() + interval '30 s' THEN
             outcome := 'the join never started';
