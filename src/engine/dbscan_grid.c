@@ -67,6 +67,7 @@ typedef struct DbGrid
 	bool	   *core;			/* per sorted point */
 	int64_t    *ncore;			/* per cell */
 	uint64_t	span[3];		/* cells along each axis, the margins included */
+	int			threads;		/* the join's threads, the caller's among them */
 	/* the caller's poll (its thread alone calls it), and whether it said stop */
 	int			(*poll) (void *arg);
 	void	   *poll_arg;
@@ -326,106 +327,198 @@ boxes_near(const DbGrid *gr, int64_t a, int64_t b)
 	return sq_sum(t, d) <= gr->thr;
 }
 
-/*
- * Each cell's neighbour cells (boxes within eps).  One sweep finds the
- * pairs of cells with the second after the first in key order: for each
- * row of cells at a fixed offset ahead, a pointer that only moves forward
- * as the cells come in key order.  Each pair then goes into both cells'
- * lists.  False: out of memory.
- */
-static bool
-find_neighbours(DbGrid *gr)
+/* One thread's part of the neighbour sweep: cells [c0, c1), its pairs. */
+typedef struct SweepPart
 {
-	int64_t		ptr[(2 * DG_REACH + 1) * (2 * DG_REACH + 1)];
-	int64_t		off[(2 * DG_REACH + 1) * (2 * DG_REACH + 1)];
-	int			rows = 0;
-	int64_t		m = 0,
-				cap = gr->ncells * 4 + 1024;
-	int64_t    *pa = malloc(sizeof(int64_t) * (size_t) cap * 2);
+	DbGrid	   *gr;
+	const int64_t *off;			/* the rows' key offsets */
+	int			rows;
+	bool		main;			/* the caller's thread: it polls */
+	int64_t		c0;
+	int64_t		c1;
+	int64_t    *pa;				/* pairs (c, j), j after c in key order */
+	int64_t		m;
+	int64_t		cap;
+	bool		failed;			/* out of memory */
+} SweepPart;
 
-	if (pa == NULL)
-		return false;
-	/* the rows ahead: dz > 0 any dy; dz = 0, dy >= 0 (dy 0: cells after, by key) */
-	for (int dz = 0; dz <= (gr->d == 3 ? DG_REACH : 0); dz++)
-		for (int dy = dz > 0 ? -DG_REACH : 0; dy <= DG_REACH; dy++)
-		{
-			off[rows] = dy * (int64_t) gr->span[0] +
-				(gr->d == 3 ? dz * (int64_t) (gr->span[0] * gr->span[1]) : 0);
-			ptr[rows] = 0;
-			rows++;
-		}
-	for (int64_t c = 0; c < gr->ncells; c++)
+/* The first cell whose key is at least key. */
+static int64_t
+first_cell_from(const DbGrid *gr, uint64_t key)
+{
+	int64_t		lo = 0,
+				hi = gr->ncells;
+
+	while (lo < hi)
 	{
-		if ((c & 0xffff) == 0 && poll_now(gr))
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (gr->ckey[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * For each row of cells at a fixed offset ahead, a pointer that only moves
+ * forward as the part's cells come in key order (cells are padded, so no
+ * row wraps into the next).
+ */
+static void *
+sweep_part(void *arg)
+{
+	SweepPart  *sp = arg;
+	DbGrid	   *gr = sp->gr;
+	int64_t		ptr[(2 * DG_REACH + 1) * (2 * DG_REACH + 1)];
+
+	if (sp->c0 >= sp->c1)
+		return NULL;
+	for (int r = 0; r < sp->rows; r++)
+		ptr[r] = first_cell_from(gr, r == 0 ? gr->ckey[sp->c0] + 1 :
+								 (uint64_t) ((int64_t) gr->ckey[sp->c0] + sp->off[r] - DG_REACH));
+	for (int64_t c = sp->c0; c < sp->c1; c++)
+	{
+		if (sp->main && ((c - sp->c0) & 0xffff) == 0 && poll_now(gr))
+			return NULL;
+		if (!sp->main && atomic_load_explicit(&gr->stop, memory_order_relaxed))
+			return NULL;
+		for (int r = 0; r < sp->rows; r++)
 		{
-			free(pa);
-			return false;
-		}
-		for (int r = 0; r < rows; r++)
-		{
-			/* cells are padded, so no row wraps into the next */
-			uint64_t	lo_key = (uint64_t) ((int64_t) gr->ckey[c] + off[r] - DG_REACH);
-			uint64_t	hi_key = (uint64_t) ((int64_t) gr->ckey[c] + off[r] + DG_REACH);
-			int64_t		j;
+			uint64_t	lo_key = (uint64_t) ((int64_t) gr->ckey[c] + sp->off[r] - DG_REACH);
+			uint64_t	hi_key = (uint64_t) ((int64_t) gr->ckey[c] + sp->off[r] + DG_REACH);
 
 			if (r == 0)
 				lo_key = gr->ckey[c] + 1;
 			while (ptr[r] < gr->ncells && gr->ckey[ptr[r]] < lo_key)
 				ptr[r]++;
-			for (j = ptr[r]; j < gr->ncells && gr->ckey[j] <= hi_key; j++)
+			for (int64_t j = ptr[r]; j < gr->ncells && gr->ckey[j] <= hi_key; j++)
 			{
 				if (!boxes_near(gr, c, j))
 					continue;
-				if (m == cap)
+				if (sp->m == sp->cap)
 				{
-					int64_t    *grown = realloc(pa, sizeof(int64_t) * (size_t) cap * 4);
+					int64_t    *grown = realloc(sp->pa, sizeof(int64_t) * (size_t) sp->cap * 4);
 
 					if (grown == NULL)
 					{
-						free(pa);
-						return false;
+						sp->failed = true;
+						return NULL;
 					}
-					pa = grown;
-					cap *= 2;
+					sp->pa = grown;
+					sp->cap *= 2;
 				}
-				pa[2 * m] = c;
-				pa[2 * m + 1] = j;
-				m++;
+				sp->pa[2 * sp->m] = c;
+				sp->pa[2 * sp->m + 1] = j;
+				sp->m++;
 			}
 		}
 	}
-	gr->astart = calloc((size_t) gr->ncells + 1, sizeof(int64_t));
-	gr->adj = malloc(sizeof(int64_t) * (size_t) (2 * m + 1));
-	if (gr->astart == NULL || gr->adj == NULL)
+	return NULL;
+}
+
+/*
+ * Each cell's neighbour cells (boxes within eps).  The sweep finds the
+ * pairs of cells with the second after the first in key order, the cells
+ * split into ranges over the join's threads; each pair then goes into both
+ * cells' lists.  False: out of memory, or stopped.
+ */
+static bool
+find_neighbours(DbGrid *gr)
+{
+	int64_t		off[(2 * DG_REACH + 1) * (2 * DG_REACH + 1)];
+	int			rows = 0;
+	int			parts = gr->threads;
+	SweepPart	sp[DG_MAX_THREADS];
+	pthread_t	th[DG_MAX_THREADS];
+	int			started = 0;
+	int64_t		m = 0;
+	bool		ok = true;
+	sigset_t	all,
+				old;
+
+	/* the rows ahead: dz > 0 any dy; dz = 0, dy >= 0 (dy 0: cells after, by key) */
+	for (int dz = 0; dz <= (gr->d == 3 ? DG_REACH : 0); dz++)
+		for (int dy = dz > 0 ? -DG_REACH : 0; dy <= DG_REACH; dy++)
+			off[rows++] = dy * (int64_t) gr->span[0] +
+				(gr->d == 3 ? dz * (int64_t) (gr->span[0] * gr->span[1]) : 0);
+	if (parts > gr->ncells / 4096 + 1)
+		parts = (int) (gr->ncells / 4096 + 1);
+	parts = parts < 1 ? 1 : parts > DG_MAX_THREADS ? DG_MAX_THREADS : parts;
+	memset(sp, 0, sizeof(sp));
+	for (int t = 0; t < parts; t++)
 	{
-		free(pa);
-		return false;
+		sp[t].gr = gr;
+		sp[t].off = off;
+		sp[t].rows = rows;
+		sp[t].main = t == 0;
+		sp[t].c0 = gr->ncells * t / parts;
+		sp[t].c1 = gr->ncells * (t + 1) / parts;
+		sp[t].cap = (sp[t].c1 - sp[t].c0) * 4 + 1024;
+		sp[t].pa = malloc(sizeof(int64_t) * (size_t) sp[t].cap * 2);
+		ok &= sp[t].pa != NULL;
 	}
-	for (int64_t t = 0; t < m; t++)
+	if (ok)
 	{
-		gr->astart[pa[2 * t] + 1]++;
-		gr->astart[pa[2 * t + 1] + 1]++;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		for (int t = 1; t < parts; t++)
+			if (pthread_create(&th[t], NULL, sweep_part, &sp[t]) == 0)
+				started = t;
+			else
+			{
+				/* not started: the caller's thread takes that part after its own */
+				sp[t].main = true;
+				break;
+			}
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		sweep_part(&sp[0]);
+		for (int t = started + 1; t < parts; t++)
+			sweep_part(&sp[t]);
+		for (int t = 1; t <= started; t++)
+			pthread_join(th[t], NULL);
 	}
-	for (int64_t c = 0; c < gr->ncells; c++)
-		gr->astart[c + 1] += gr->astart[c];
+	for (int t = 0; t < parts; t++)
+	{
+		ok &= !sp[t].failed;
+		m += sp[t].m;
+	}
+	if (ok && !atomic_load(&gr->stop))
+	{
+		gr->astart = calloc((size_t) gr->ncells + 1, sizeof(int64_t));
+		gr->adj = malloc(sizeof(int64_t) * (size_t) (2 * m + 1));
+		ok = gr->astart != NULL && gr->adj != NULL;
+	}
+	if (ok && !atomic_load(&gr->stop))
 	{
 		int64_t    *fill = malloc(sizeof(int64_t) * (size_t) (gr->ncells + 1));
 
-		if (fill == NULL)
-		{
-			free(pa);
-			return false;
-		}
-		memcpy(fill, gr->astart, sizeof(int64_t) * (size_t) (gr->ncells + 1));
-		for (int64_t t = 0; t < m; t++)
-		{
-			gr->adj[fill[pa[2 * t]]++] = pa[2 * t + 1];
-			gr->adj[fill[pa[2 * t + 1]]++] = pa[2 * t];
-		}
+		ok = fill != NULL;
+		for (int t = 0; ok && t < parts; t++)
+			for (int64_t i = 0; i < sp[t].m; i++)
+			{
+				gr->astart[sp[t].pa[2 * i] + 1]++;
+				gr->astart[sp[t].pa[2 * i + 1] + 1]++;
+			}
+		for (int64_t c = 0; ok && c < gr->ncells; c++)
+			gr->astart[c + 1] += gr->astart[c];
+		if (ok)
+			memcpy(fill, gr->astart, sizeof(int64_t) * (size_t) (gr->ncells + 1));
+		for (int t = 0; ok && t < parts; t++)
+			for (int64_t i = 0; i < sp[t].m; i++)
+			{
+				int64_t		a = sp[t].pa[2 * i],
+							b = sp[t].pa[2 * i + 1];
+
+				gr->adj[fill[a]++] = b;
+				gr->adj[fill[b]++] = a;
+			}
 		free(fill);
 	}
-	free(pa);
-	return true;
+	for (int t = 0; t < parts; t++)
+		free(sp[t].pa);
+	return ok && !atomic_load(&gr->stop);
 }
 
 static inline bool
@@ -719,6 +812,7 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 	gr.d = p->d;
 	gr.n = p->n;
 	gr.thr = tc_sq_threshold(eps);
+	gr.threads = threads > 0 ? (threads < DG_MAX_THREADS ? threads : DG_MAX_THREADS) : 1;
 	gr.poll = poll;
 	gr.poll_arg = poll_arg;
 	if (!build_cells(&gr, p, eps, &fit))
