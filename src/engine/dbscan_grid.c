@@ -327,6 +327,30 @@ boxes_near(const DbGrid *gr, int64_t a, int64_t b)
 	return sq_sum(t, d) <= gr->thr;
 }
 
+/*
+ * Helpers 1 .. n - 1 running fn, helper t on args + t * stride, started
+ * with every signal blocked (the caller's handlers must never run on
+ * them): returns the last that started, in order (0: none).
+ */
+static int
+start_helpers(pthread_t *th, int n, void *(*fn) (void *), char *args, size_t stride)
+{
+	sigset_t	all,
+				old;
+	int			started = 0;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int t = 1; t < n; t++)
+	{
+		if (pthread_create(&th[t], NULL, fn, args + (size_t) t * stride) != 0)
+			break;
+		started = t;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return started;
+}
+
 /* One thread's part of the neighbour sweep: cells [c0, c1), its pairs. */
 typedef struct SweepPart
 {
@@ -435,8 +459,6 @@ find_neighbours(DbGrid *gr)
 	int			started = 0;
 	int64_t		m = 0;
 	bool		ok = true;
-	sigset_t	all,
-				old;
 
 	/* the rows ahead: dz > 0 any dy; dz = 0, dy >= 0 (dy 0: cells after, by key) */
 	for (int dz = 0; dz <= (gr->d == 3 ? DG_REACH : 0); dz++)
@@ -461,21 +483,14 @@ find_neighbours(DbGrid *gr)
 	}
 	if (ok)
 	{
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		for (int t = 1; t < parts; t++)
-			if (pthread_create(&th[t], NULL, sweep_part, &sp[t]) == 0)
-				started = t;
-			else
-			{
-				/* not started: the caller's thread takes that part after its own */
-				sp[t].main = true;
-				break;
-			}
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		started = start_helpers(th, parts, sweep_part, (char *) sp, sizeof(SweepPart));
 		sweep_part(&sp[0]);
+		/* parts whose helper did not start: the caller's thread's, polling */
 		for (int t = started + 1; t < parts; t++)
+		{
+			sp[t].main = true;
 			sweep_part(&sp[t]);
+		}
 		for (int t = 1; t <= started; t++)
 			pthread_join(th[t], NULL);
 	}
@@ -755,28 +770,17 @@ phase_main(void *arg)
 }
 
 static void
-run_phase(DgPhase *ph, int threads, DgCtx *cx)
+run_phase(DgPhase *ph, DgCtx *cx)
 {
 	pthread_t	th[DG_MAX_THREADS];
-	int			started = 0;
-	sigset_t	all,
-				old;
+	int			helpers = cx->gr->threads - 1;
+	int			started;
 
 	atomic_store(&ph->next, 0);
-	atomic_store(&ph->running, 0);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (int t = 1; t < threads && t < DG_MAX_THREADS; t++)
-	{
-		atomic_fetch_add(&ph->running, 1);
-		if (pthread_create(&th[started], NULL, phase_main, ph) != 0)
-		{
-			atomic_fetch_sub(&ph->running, 1);
-			break;
-		}
-		started++;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* counted before they start, so that none can finish uncounted */
+	atomic_store(&ph->running, helpers);
+	started = start_helpers(th, helpers + 1, phase_main, (char *) ph, 0);
+	atomic_fetch_sub(&ph->running, helpers - started);
 	phase_share(ph, cx);
 	while (atomic_load(&ph->running) > 0)
 	{
@@ -785,7 +789,7 @@ run_phase(DgPhase *ph, int threads, DgCtx *cx)
 		nanosleep(&ms, NULL);
 		poll_now(cx->gr);
 	}
-	for (int t = 0; t < started; t++)
+	for (int t = 1; t <= started; t++)
 		pthread_join(th[t], NULL);
 }
 
@@ -838,7 +842,7 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 	ph.g = g;
 	ph.min_points = min_points;
 	ph.borders = false;
-	run_phase(&ph, threads, &cx);
+	run_phase(&ph, &cx);
 	if (atomic_load(&gr.stop))
 		goto stopped;
 	for (int64_t s = 0; s < gr.n; s++)
@@ -859,7 +863,7 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 			tc_graph_dbscan_set_parent(g, gr.idx[s], gr.idx[uf_find(up, s)]);
 	/* each border point's candidates written by one thread: its own entry of the graph */
 	ph.borders = true;
-	run_phase(&ph, threads, &cx);
+	run_phase(&ph, &cx);
 	if (atomic_load(&gr.stop))
 		goto stopped;
 	*done = true;
