@@ -689,8 +689,9 @@ BruteRun::run(void)
 }
 
 extern "C" TcStatus
-tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params,
-					  double thr, const TcSink *sink, TcJoinStats *stats, TcError *err)
+tc_gpu_brute_join(TcGpuJoin **handle, const TcPoints *a, const TcPoints *b,
+				  const TcJoinParams *params, double thr, const TcSink *sink,
+				  TcJoinStats *stats, TcError *err)
 {
 	BruteRun	run = {};
 	TcStatus	st;

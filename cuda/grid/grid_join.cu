@@ -327,14 +327,21 @@ join_batches(GridRun *r)
 }
 
 extern "C" TcStatus
-tc_gpu_grid_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params,
-					 const TcGridPlan *plan, double thr, const TcSink *sink,
-					 TcJoinStats *stats, TcError *err)
+tc_gpu_grid_join(TcGpuJoin **handle, const TcPoints *a, const TcPoints *b,
+				 const TcJoinParams *params, const TcGridPlan *plan, double thr,
+				 const TcSink *sink, TcJoinStats *stats, TcError *err)
 {
 	GridRun		r;
 	TcStatus	st;
 	double		t0 = tc_now();
 
+	if (b != NULL)
+	{
+		*handle = NULL;
+		err->status = TC_ERR_INTERNAL;
+		snprintf(err->message, sizeof(err->message), "the GPU grid join of two sets is not built yet");
+		return TC_ERR_INTERNAL;
+	}
 	if ((st = gpu_join_begin(handle, a, params, sink, stats, err)) != TC_OK ||
 		(st = fold_begin(*handle, a->n, err)) != TC_OK)
 		return st;

@@ -219,6 +219,7 @@ static TcStatus
 run_gpu_once(TcJoin *join, TcError *err)
 {
 	TcJoinParams params = join->params;
+	const TcPoints *b = join->self ? NULL : &join->b;
 	TcGridPlan	plan;
 	TcStatus	st;
 	bool		fp16_brute;
@@ -227,19 +228,19 @@ run_gpu_once(TcJoin *join, TcError *err)
 	params.include_self = false;
 	/* the dot-product metrics: FP16 brute force (choose.c checked that it can run) */
 	if (join->params.metric != TC_METRIC_EUCLIDEAN)
-		return tc_gpu_brute_selfjoin(&join->gpu, &join->a, &params, join->thr,
-									 join->sink, &join->stats, err);
+		return tc_gpu_brute_join(&join->gpu, &join->a, b, &params, join->thr,
+								 join->sink, &join->stats, err);
 	if ((st = tc_choose_gpu_method(join, &fp16_brute, &plan, &planned, err)) != TC_OK)
 		return st;
 	if (fp16_brute && join->params.tensor_cores != TC_TENSOR_OFF)
-		return tc_gpu_brute_selfjoin(&join->gpu, &join->a, &params, join->thr,
-									 join->sink, &join->stats, err);
+		return tc_gpu_brute_join(&join->gpu, &join->a, b, &params, join->thr,
+								 join->sink, &join->stats, err);
 	if (!planned && (st = tc_grid_plan(join, false, &plan, err)) != TC_OK)
 		return st;
 	if (join->params.method == TC_METHOD_BRUTE)
 		plan.k = 0;				/* one cell: every pair is a candidate */
-	return tc_gpu_grid_selfjoin(&join->gpu, &join->a, &params, &plan, join->thr,
-								join->sink, &join->stats, err);
+	return tc_gpu_grid_join(&join->gpu, &join->a, b, &params, &plan, join->thr,
+							join->sink, &join->stats, err);
 }
 
 /*

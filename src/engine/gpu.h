@@ -75,32 +75,34 @@ extern bool tc_gpu_prewarm_claim(double *waited);
 typedef struct TcGpuJoin TcGpuJoin;
 
 /*
- * Self-join a on the GPU along the given grid plan (plan->k == 0: brute
- * force over one cell), streaming pairs to sink.  *handle is set before
- * anything is allocated, so that if sink leaves by longjmp the caller can
- * still release the GPU with tc_gpu_join_free(*handle).  stats is filled in
- * as the join goes.
+ * Join on the GPU along the given grid plan (plan->k == 0: brute force over
+ * one cell), streaming pairs to sink: a with itself where b is NULL, else a
+ * against b (each pair (i of a, j of b) once, TcPair.a = i, TcPair.b = j;
+ * a and b may differ in element type; sink->fold must be NULL).  *handle
+ * is set before anything is allocated, so that if sink leaves by longjmp
+ * the caller can still release the GPU with tc_gpu_join_free(*handle).
+ * stats is filled in as the join goes.
  */
-extern TcStatus tc_gpu_grid_selfjoin(TcGpuJoin **handle, const TcPoints *a,
-									 const TcJoinParams *params,
-									 const TcGridPlan *plan, double thr,
-									 const TcSink *sink, TcJoinStats *stats,
-									 TcError *err);
+extern TcStatus tc_gpu_grid_join(TcGpuJoin **handle, const TcPoints *a,
+								 const TcPoints *b, const TcJoinParams *params,
+								 const TcGridPlan *plan, double thr,
+								 const TcSink *sink, TcJoinStats *stats,
+								 TcError *err);
 
 /* The most points FP16 brute force takes (positions are 32-bit; tiles of 128). */
 #define TC_GPU_BRUTE_MAX_N ((int64_t) INT_MAX - 128)
 
 /*
- * Self-join a by brute force on FP16 tensor cores, exactly: a filter with a
+ * Join by brute force on FP16 tensor cores, exactly: a filter with a
  * proven error band (fp16_filter.h), then the contract's sum for every pair
  * it keeps.  With params->exact false, FaSTED's approximate semantics
- * instead (the FP16-32 product decides; dist from an FP32 dot).  Handle,
- * sink and stats as for tc_gpu_grid_selfjoin.
+ * instead (the FP16-32 product decides; dist from an FP32 dot).  b, handle,
+ * sink and stats as for tc_gpu_grid_join; a and b of the same element type.
  */
-extern TcStatus tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a,
-									  const TcJoinParams *params, double thr,
-									  const TcSink *sink, TcJoinStats *stats,
-									  TcError *err);
+extern TcStatus tc_gpu_brute_join(TcGpuJoin **handle, const TcPoints *a,
+								  const TcPoints *b, const TcJoinParams *params,
+								  double thr, const TcSink *sink,
+								  TcJoinStats *stats, TcError *err);
 
 /* Stop any kernel in flight, wait for it, and free everything.  NULL: no-op. */
 extern void tc_gpu_join_free(TcGpuJoin *handle);

@@ -69,11 +69,12 @@ no_gpu(TcGpuJoin **handle, TcError *err)
 }
 
 TcStatus
-tc_gpu_grid_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params,
-					 const TcGridPlan *plan, double thr, const TcSink *sink,
-					 TcJoinStats *stats, TcError *err)
+tc_gpu_grid_join(TcGpuJoin **handle, const TcPoints *a, const TcPoints *b,
+				 const TcJoinParams *params, const TcGridPlan *plan, double thr,
+				 const TcSink *sink, TcJoinStats *stats, TcError *err)
 {
 	(void) a;
+	(void) b;
 	(void) params;
 	(void) plan;
 	(void) thr;
@@ -83,10 +84,12 @@ tc_gpu_grid_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *
 }
 
 TcStatus
-tc_gpu_brute_selfjoin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params,
-					  double thr, const TcSink *sink, TcJoinStats *stats, TcError *err)
+tc_gpu_brute_join(TcGpuJoin **handle, const TcPoints *a, const TcPoints *b,
+				  const TcJoinParams *params, double thr, const TcSink *sink,
+				  TcJoinStats *stats, TcError *err)
 {
 	(void) a;
+	(void) b;
 	(void) params;
 	(void) thr;
 	(void) sink;
