@@ -9,9 +9,6 @@ DROP SCHEMA IF EXISTS crossmatch CASCADE;
 CREATE SCHEMA crossmatch;
 RESET client_min_messages;
 SET search_path = crossmatch, public;
--- tc_join runs on the CPU; auto lets the suite run unchanged where the
--- session's default is tcjoin.device = gpu.
-SET tcjoin.device = auto;
 
 -- Two catalogues of different sizes and element types, overlapping in part.
 CREATE TABLE cat_a (id integer PRIMARY KEY, vec real[]);
@@ -94,9 +91,6 @@ SELECT * FROM tc_join('cat_a', 'vec', 'dup_ids', 'vec', 1, id_column_b => 'id');
 SELECT * FROM tc_join('cat_a', 'vec', 'cat_b', 'label', 1);
 SELECT * FROM tc_join('cat_a', 'vec', 'cat_b', 'vec', -1);
 SELECT * FROM tc_join('cat_a', 'vec', 'cat_b', 'vec', 1, method => 'fast');
-SET tcjoin.device = gpu;
-SELECT * FROM tc_join('cat_a', 'vec', 'cat_b', 'vec', 1);
-SET tcjoin.device = auto;
 
 --
 -- tc_join with k: for each row of a, its k nearest rows of b within eps,
@@ -212,9 +206,6 @@ SELECT * FROM tc_join('ka', 'vec', 'kb', 'vec', 2, k => 0);
 SELECT * FROM tc_join('ka', 'vec', 'kb', 'vec', 2, k => -1);
 SELECT * FROM tc_join('ka', 'vec', 'cat_2d', 'vec', 2, k => 1);
 SELECT * FROM tc_join('ka', 'vec', 'kb', 'vec', 2, k => 1, metric => 'manhattan');
-SET tcjoin.device = gpu;
-SELECT * FROM tc_join('ka', 'vec', 'kb', 'vec', 2, k => 1);
-SET tcjoin.device = auto;
 
 SET client_min_messages = warning;
 DROP SCHEMA crossmatch CASCADE;

@@ -107,6 +107,13 @@ struct BruteDev
 	unsigned int split_row;
 	long long	shift_lo;
 	long long	shift_hi;
+	/*
+	 * Workspace rows [gap_lo, gap_hi): copies of a set's first row that
+	 * fill its last tile in a join of two sets, never a candidate
+	 * (convert_kernel).  Empty (gap_lo == gap_hi) otherwise.
+	 */
+	unsigned int gap_lo;
+	unsigned int gap_hi;
 	double		thr;
 	/*
 	 * exact => false (FaSTED's semantics): q is |h|^2 / 2, a pair is kept
@@ -220,13 +227,14 @@ extern TcStatus brute_norms(TcGpuJoin *g, TcElemType type, const void *x, unsign
 							unsigned long long *zero, TcError *err);
 extern TcStatus brute_prepare(TcGpuJoin *g, TcElemType type, unsigned int n, int d,
 							  const TcF16Plan &plan, const double *d_c, unsigned int seg0,
-							  BruteDev &bd, unsigned int npad, float **cen, float **rad,
-							  TcJoinStats *stats, TcError *err);
+							  unsigned int part, BruteDev &bd, unsigned int npad, float **cen,
+							  float **rad, TcJoinStats *stats, TcError *err);
 
 /* order.cu */
 extern TcStatus brute_order(TcGpuJoin *g, TcElemType type, const void *x, const double *root,
 							unsigned int n, int d, unsigned int ntiles, unsigned int seg0,
-							unsigned int **order, TcJoinStats *stats, TcError *err);
+							unsigned int part, unsigned int **order, TcJoinStats *stats,
+							TcError *err);
 extern TcStatus brute_tile_bounds(TcGpuJoin *g, TcElemType type, const void *x, const double *root,
 								  int d, const double *d_c, const unsigned int *order,
 								  unsigned int n, unsigned int ntiles, float **cen, float **rad,

@@ -59,11 +59,15 @@ cap_need(unsigned int c)
 	return (size_t) c * 2 * (sizeof(PairDev) + sizeof(uint2));
 }
 
+/* A zero vector's index under cosine, offset by this where it is b's. */
+static constexpr unsigned long long ZERO_IN_B = 1ull << 40;
+
 /* One join's state on the host: the points, the plan, the buffers and the choices. */
 struct BruteRun
 {
 	TcGpuJoin  *g;
 	const TcPoints *a;
+	const TcPoints *b;			/* NULL: a self-join */
 	const TcJoinParams *params;
 	double		thr;
 	const TcSink *sink;
@@ -83,6 +87,11 @@ struct BruteRun
 	unsigned int B;
 	int			nblocks;
 	void	   *d_x;
+	/* two sets: a's rows and blocks, then b's (n = na + nb, nblocks = nblk_a + nblk_b) */
+	unsigned int na;
+	unsigned int nb;
+	int			nblk_a;
+	int			placed_a;		/* a's block at row 0, or -1 */
 
 	/* the plan and the prepared set */
 	BruteDev	bd;
@@ -123,9 +132,14 @@ struct BruteRun
 	void		set_metric(void);
 	TcStatus	zero_rows(void);
 	TcStatus	plan_memory(void);
+	TcStatus	upload_rows(const TcPoints *p, size_t first, unsigned int r, unsigned int dst,
+							unsigned long long zbase);
 	TcStatus	fetch_to(int b, unsigned int dst, unsigned int *rows);
+	TcStatus	place_two(int ba, int bb, unsigned int *sa, unsigned int *rb);
+	TcStatus	join_two(int ba, int bb);
+	TcStatus	join_pairs_of_blocks(void);
 	TcStatus	plan_and_place(void);
-	TcStatus	prepare_set(unsigned int rows, unsigned int seg0);
+	TcStatus	prepare_set(unsigned int rows, unsigned int seg0, unsigned int part);
 	TcStatus	alloc_results(void);
 	TcStatus	alloc_list(void);
 	TcStatus	alloc_grouping(void);
@@ -135,6 +149,7 @@ struct BruteRun
 	TcStatus	launch(int cur, unsigned long long lo, unsigned long long hi);
 	void		kept(int cur);
 	TcStatus	join_blocks(void);
+	TcStatus	free_set(void);
 	TcStatus	run(void);
 };
 
@@ -145,17 +160,19 @@ BruteRun::check(bool *done)
 	*done = false;
 	stats->method = "brute";
 	stats->tensor_cores = true;
-	if (a->n > TC_GPU_BRUTE_MAX_N)
+	if (a->n + (b ? b->n : 0) > TC_GPU_BRUTE_MAX_N)
 	{
-		/* cub's sorts count items in an int */
+		/* cub's sorts count items in an int; a join of two sets holds both */
 		err->status = TC_ERR_INVALID;
 		snprintf(err->message, sizeof(err->message),
 				 "FP16 brute force on the GPU takes at most %d points", INT_MAX - BT);
 		return TC_ERR_INVALID;
 	}
-	n = (unsigned int) a->n;
+	na = (unsigned int) a->n;
+	nb = b ? (unsigned int) b->n : 0;
+	n = na + nb;
 	stats->gpu_blocks = 1;
-	if (n < 2)
+	if (b ? na == 0 || nb == 0 : n < 2)
 	{
 		stats->index_seconds = tc_now() - t0;
 		*done = true;
@@ -170,7 +187,8 @@ BruteRun::check(bool *done)
 				 "FP16 tensor cores need a GPU of compute capability 8.0 or higher");
 		return TC_ERR_INVALID;
 	}
-	npad = (n + BT - 1) / BT * BT;
+	/* two sets: each set's rows start a tile */
+	npad = b ? (na + BT - 1) / BT * BT + (nb + BT - 1) / BT * BT : (n + BT - 1) / BT * BT;
 	memset(&bd, 0, sizeof(bd));
 	bd.d = d;
 	bd.thr = thr;
@@ -220,10 +238,11 @@ BruteRun::zero_rows(void)
 	if (first == ULLONG_MAX)
 		return TC_OK;
 	err->status = TC_ERR_INVALID;
+	err->point_set = first >= ZERO_IN_B ? 1 : 0;
+	err->point = (int64_t) (first >= ZERO_IN_B ? first - ZERO_IN_B : first);
 	snprintf(err->message, sizeof(err->message),
-			 "a zero vector has no cosine distance (point %lld of set a)", (long long) first);
-	err->point = (int64_t) first;
-	err->point_set = 0;
+			 "a zero vector has no cosine distance (point %lld of set %c)", (long long) err->point,
+			 err->point_set ? 'b' : 'a');
 	return TC_ERR_INVALID;
 }
 
@@ -275,22 +294,47 @@ BruteRun::plan_memory(void)
 	return TC_OK;
 }
 
-/* Block b's rows to the device at row dst of the workspace; whole, when there are no blocks. */
+/*
+ * Rows [first, first + r) of p to row dst of the workspace, with their
+ * norms under cosine (a zero row's index reported as zbase + its index).
+ */
 TcStatus
-BruteRun::fetch_to(int b, unsigned int dst, unsigned int *rows)
+BruteRun::upload_rows(const TcPoints *p, size_t first, unsigned int r, unsigned int dst,
+					  unsigned long long zbase)
 {
 	double		tu = tc_now();
-	size_t		first = B > 0 ? (size_t) b * B : 0;
-	unsigned int r = B > 0 ? (unsigned int) std::min((size_t) B, (size_t) n - first) : n;
-	TcStatus	s2 = upload(g, (char *) d_x + rowbytes * dst, (const char *) a->data + rowbytes * first,
+	TcStatus	s2 = upload(g, (char *) d_x + rowbytes * dst, (const char *) p->data + rowbytes * first,
 							rowbytes * r, g->stream[0], sink, err);
 
 	stats->gpu_upload_seconds += tc_now() - tu;
-	*rows = r;
 	if (s2 == TC_OK && bd.metric == TC_METRIC_COSINE)
-		s2 = brute_norms(g, a->type, (const char *) d_x + rowbytes * dst, r, d, first, d_norm + dst,
-						 d_root + dst, d_zero, err);
+		s2 = brute_norms(g, p->type, (const char *) d_x + rowbytes * dst, r, d, zbase + first,
+						 d_norm + dst, d_root + dst, d_zero, err);
 	return s2;
+}
+
+/*
+ * Block b's rows to the device at row dst of the workspace; whole, when
+ * there are no blocks.  Two sets: a's blocks, then b's (nblk_a on).
+ */
+TcStatus
+BruteRun::fetch_to(int b, unsigned int dst, unsigned int *rows)
+{
+	const TcPoints *p = a;
+	unsigned int pn = this->b ? na : n;
+	unsigned long long zbase = 0;
+	size_t		first;
+
+	if (this->b && b >= nblk_a)
+	{
+		p = this->b;
+		pn = nb;
+		b -= nblk_a;
+		zbase = ZERO_IN_B;
+	}
+	first = B > 0 ? (size_t) b * B : 0;
+	*rows = B > 0 ? (unsigned int) std::min((size_t) B, (size_t) pn - first) : pn;
+	return upload_rows(p, first, *rows, dst, zbase);
 }
 
 /* brute_make_plan's fetch: block b at row 0. */
@@ -307,10 +351,18 @@ fetch_block(void *arg, int b, unsigned int *rows)
 TcStatus
 BruteRun::plan_and_place(void)
 {
-	const unsigned int ws_rows = B > 0 ? 2 * B : n;
+	const unsigned int ws_rows = B > 0 ? 2 * B : npad;
+	unsigned int plan_rows = n;
 	TcStatus	st;
 
 	nblocks = B > 0 ? (int) ((n + B - 1) / B) : 1;
+	nblk_a = 1;
+	placed_a = -1;
+	if (b && B > 0)
+	{
+		nblk_a = (int) ((na + B - 1) / B);
+		nblocks = nblk_a + (int) ((nb + B - 1) / B);
+	}
 	stats->gpu_blocks = nblocks;
 	if ((st = dev_alloc(g, &d_x, rowbytes * ws_rows, err)) != TC_OK)
 		return st;
@@ -325,7 +377,7 @@ BruteRun::plan_and_place(void)
 		bd.norm = d_norm;
 		bd.root = d_root;
 	}
-	if (B == 0)
+	if (B == 0 && b == NULL)
 	{
 		unsigned int rows;
 
@@ -333,25 +385,99 @@ BruteRun::plan_and_place(void)
 		if ((st = fetch_to(0, 0, &rows)) != TC_OK)
 			return st;
 	}
-	if ((st = brute_make_plan(g, a->type, n, d, nblocks, fetch_block, this, plan_thr, params->eps, bd,
-							  plan, &d_c, err)) != TC_OK)
+	else if (B == 0)
+	{
+		unsigned int sa,
+					rb;
+
+		/* both sets, a's last tile filled with copies: the centre is theirs, any centre holds */
+		if ((st = place_two(0, 0, &sa, &rb)) != TC_OK)
+			return st;
+		plan_rows = sa + rb;
+	}
+	if ((st = brute_make_plan(g, a->type, plan_rows, d, nblocks, fetch_block, this, plan_thr,
+							  params->eps, bd, plan, &d_c, err)) != TC_OK)
 		return st;
 	/* every row has been on the device once: a zero vector stops the join before any pair */
 	if (bd.metric == TC_METRIC_COSINE && (st = zero_rows()) != TC_OK)
 		return st;
 	stats->filter = bd.approx ? "fp16 tensor cores, approximate" : "fp16 tensor cores";
-	if (B == 0 && (st = prepare_set(n, 0)) != TC_OK)
+	if (B == 0 && b == NULL && (st = prepare_set(n, 0, 0)) != TC_OK)
 		return st;
 	return TC_OK;
 }
 
-/* The rows at bd.x prepared as the set to join (seg0: brute_prepare's). */
+/* The rows at bd.x prepared as the set to join (seg0, part: brute_prepare's). */
 TcStatus
-BruteRun::prepare_set(unsigned int rows, unsigned int seg0)
+BruteRun::prepare_set(unsigned int rows, unsigned int seg0, unsigned int part)
 {
 	unsigned int np = (rows + BT - 1) / BT * BT;
 
-	return brute_prepare(g, a->type, rows, d, plan, d_c, seg0, bd, np, &d_cen, &d_rad, stats, err);
+	return brute_prepare(g, a->type, rows, d, plan, d_c, seg0, part, bd, np, &d_cen, &d_rad, stats,
+						 err);
+}
+
+/*
+ * Two sets: a's block ba at row 0 (kept where it is there already), its
+ * last tile filled with copies of its first row (gap rows, never a
+ * candidate: convert_kernel), and b's block bb from row *sa, the first
+ * tile after a's; *rb: b's rows.  Without blocks (B == 0) each set whole.
+ */
+TcStatus
+BruteRun::place_two(int ba, int bb, unsigned int *sa, unsigned int *rb)
+{
+	unsigned int ra = B > 0 ? std::min(B, na - (unsigned int) ba * B) : na;
+	TcStatus	st;
+
+	*sa = (ra + BT - 1) / BT * BT;
+	if (placed_a != ba)
+	{
+		unsigned int rows;
+
+		placed_a = -1;
+		if ((st = fetch_to(ba, 0, &rows)) != TC_OK)
+			return st;
+		for (unsigned int r = ra; r < *sa; r++)
+		{
+			CHECK(cudaMemcpyAsync((char *) d_x + rowbytes * r, d_x, rowbytes, cudaMemcpyDeviceToDevice,
+								  g->stream[0]));
+			if (bd.metric == TC_METRIC_COSINE)
+			{
+				CHECK(cudaMemcpyAsync(d_norm + r, d_norm, sizeof(double), cudaMemcpyDeviceToDevice,
+									  g->stream[0]));
+				CHECK(cudaMemcpyAsync(d_root + r, d_root, sizeof(double), cudaMemcpyDeviceToDevice,
+									  g->stream[0]));
+			}
+		}
+		placed_a = ba;
+	}
+	bd.gap_lo = ra;
+	bd.gap_hi = *sa;
+	return fetch_to(nblk_a + bb, *sa, rb);
+}
+
+/*
+ * Two sets: a's block ba against b's block bb, both placed and prepared
+ * (each ordered alone), every tile pair across them joined; positions map
+ * to a's rows below sa and to b's from it.  Then the pair's arrays go.
+ */
+TcStatus
+BruteRun::join_two(int ba, int bb)
+{
+	unsigned int sa = (na + BT - 1) / BT * BT,
+				rb = nb;
+	TcStatus	st;
+
+	/* without blocks, plan_and_place placed both sets */
+	if ((B > 0 && (st = place_two(ba, bb, &sa, &rb)) != TC_OK) ||
+		(st = prepare_set(sa + rb, 0, sa)) != TC_OK)
+		return st;
+	bd.split_row = sa;
+	bd.shift_lo = (long long) ba * B;
+	bd.shift_hi = (long long) bb * B - (long long) sa;
+	if ((st = join_set(sa / BT)) != TC_OK)
+		return st;
+	return free_set();
 }
 
 /* Result buffers, counters, the ring. */
@@ -618,24 +744,50 @@ BruteRun::join_blocks(void)
 
 			if ((st = bj == bi ? fetch_to(bi, 0, &ri) : fetch_to(bj, B, &rj)) != TC_OK)
 				return st;
-			if ((st = prepare_set(bj > bi ? B + rj : ri, bj > bi ? B / BT : 0)) != TC_OK)
+			if ((st = prepare_set(bj > bi ? B + rj : ri, bj > bi ? B / BT : 0, 0)) != TC_OK)
 				return st;
 			bd.split_row = B;
 			bd.shift_lo = (long long) bi * B;
 			bd.shift_hi = (long long) bj * B - B;
-			if ((st = join_set(bj > bi ? B / BT : 0)) != TC_OK)
+			if ((st = join_set(bj > bi ? B / BT : 0)) != TC_OK || (st = free_set()) != TC_OK)
 				return st;
-			/* the set's batches are drained: its arrays can go */
-			if ((st = gpu_sync(g, g->stream[0], err)) != TC_OK ||
-				(st = gpu_sync(g, g->stream[1], err)) != TC_OK)
-				return st;
-			dev_free(g, (void *) bd.order);
-			dev_free(g, (void *) bd.h);
-			dev_free(g, (void *) bd.q);
-			dev_free(g, (void *) bd.rc);
-			dev_free(g, d_cen);
-			dev_free(g, d_rad);
 		}
+	return TC_OK;
+}
+
+/* Once a prepared set's batches are drained, its arrays go. */
+TcStatus
+BruteRun::free_set(void)
+{
+	TcStatus	st;
+
+	if ((st = gpu_sync(g, g->stream[0], err)) != TC_OK ||
+		(st = gpu_sync(g, g->stream[1], err)) != TC_OK)
+		return st;
+	dev_free(g, (void *) bd.order);
+	dev_free(g, (void *) bd.h);
+	dev_free(g, (void *) bd.q);
+	dev_free(g, (void *) bd.rc);
+	dev_free(g, d_cen);
+	dev_free(g, d_rad);
+	bd.order = NULL;
+	bd.h = NULL;
+	bd.q = bd.rc = NULL;
+	d_cen = d_rad = NULL;
+	return TC_OK;
+}
+
+/* Two sets: every block of a against every block of b (one pair without blocks). */
+TcStatus
+BruteRun::join_pairs_of_blocks(void)
+{
+	const int	nblk_b = B > 0 ? nblocks - nblk_a : 1;
+	TcStatus	st;
+
+	for (int ba = 0; ba < nblk_a; ba++)
+		for (int bb = 0; bb < nblk_b; bb++)
+			if ((st = join_two(ba, bb)) != TC_OK)
+				return st;
 	return TC_OK;
 }
 
@@ -675,7 +827,12 @@ BruteRun::run(void)
 	 */
 	stats->index_seconds = tc_now() - t0;
 	t1 = tc_now();
-	if (B == 0)
+	if (b != NULL)
+	{
+		if ((st = join_pairs_of_blocks()) != TC_OK)
+			return st;
+	}
+	else if (B == 0)
 	{
 		if ((st = join_set(0)) != TC_OK)
 			return st;
@@ -703,6 +860,7 @@ tc_gpu_brute_join(TcGpuJoin **handle, const TcPoints *a, const TcPoints *b,
 		return st;
 	run.g = *handle;
 	run.a = a;
+	run.b = b;
 	run.params = params;
 	run.thr = thr;
 	run.sink = sink;

@@ -283,17 +283,64 @@ order_as(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d, un
 	return TC_OK;
 }
 
+__global__ void
+offset_kernel(const unsigned int *src, unsigned int n, unsigned int base, unsigned int *dst)
+{
+	unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		dst[i] = src[i] + base;
+}
+
+/*
+ * Two sets' rows, [0, part) and [part, n): each ordered on its own, from
+ * one segment (a tile never mixes them, and each set's tiles are as
+ * compact as its size allows), into one order.
+ */
+template <typename T>
+static TcStatus
+order_parts(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d, unsigned int part,
+			unsigned int **order, TcJoinStats *stats, TcError *err)
+{
+	const unsigned int n2 = n - part;
+	unsigned int *o1,
+			   *o2,
+			   *d_order;
+	cudaStream_t s = g->stream[0];
+	TcStatus	st;
+
+	if ((st = order_as<T>(g, x, root, part, d, part / BT, 0, &o1, stats, err)) != TC_OK ||
+		(st = order_as<T>(g, x + (size_t) part * d, root ? root + part : NULL, n2, d,
+						  (n2 + BT - 1) / BT, 0, &o2, stats, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_order, sizeof(unsigned int) * n, err)) != TC_OK)
+		return st;
+	CHECK(cudaMemcpyAsync(d_order, o1, sizeof(unsigned int) * part, cudaMemcpyDeviceToDevice, s));
+	offset_kernel<<<(n2 + 255) / 256, 256, 0, s>>>(o2, n2, part, d_order + part);
+	CHECK(cudaGetLastError());
+	if ((st = gpu_sync(g, s, err)) != TC_OK)
+		return st;
+	dev_free(g, o1);
+	dev_free(g, o2);
+	*order = d_order;
+	return TC_OK;
+}
+
 /*
  * The order of the n points at x (position -> index) into *order, by
  * recursive bisection down to single tiles, from segments of seg0 tiles
  * (0: all the points), so that segments given (two blocks of a streamed
- * join) never share a tile.
+ * join) never share a tile.  part > 0 (a multiple of BT, below n): two
+ * sets, rows [0, part) and the rest, each ordered alone (seg0 unused).
  */
 TcStatus
 brute_order(TcGpuJoin *g, TcElemType type, const void *x, const double *root, unsigned int n, int d,
-			unsigned int ntiles, unsigned int seg0, unsigned int **order, TcJoinStats *stats,
-			TcError *err)
+			unsigned int ntiles, unsigned int seg0, unsigned int part, unsigned int **order,
+			TcJoinStats *stats, TcError *err)
 {
+	if (part > 0)
+		return type == TC_FLOAT4 ?
+			order_parts<float>(g, (const float *) x, root, n, d, part, order, stats, err) :
+			order_parts<double>(g, (const double *) x, root, n, d, part, order, stats, err);
 	return type == TC_FLOAT4 ?
 		order_as<float>(g, (const float *) x, root, n, d, ntiles, seg0, order, stats, err) :
 		order_as<double>(g, (const double *) x, root, n, d, ntiles, seg0, order, stats, err);

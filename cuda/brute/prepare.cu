@@ -82,7 +82,12 @@ norm_kernel(const T *x, unsigned int rows, int d, unsigned long long first, doub
 		atomicMin(zero, first + i);
 }
 
-/* One warp per point: h, q and rc (fp16_filter.h); padding rows are zero. */
+/*
+ * One warp per point: h, q and rc (fp16_filter.h); padding rows are zero.
+ * A gap row (a copy standing in a set's last tile, bd.gap_lo) gets a zero
+ * row and q = infinity: tc_f16_drop (and the approximate test) drops every
+ * pair it is in, so it is never a candidate.
+ */
 template <typename T>
 __global__ void
 convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int pitch, const BruteDev g,
@@ -103,12 +108,15 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int pitch, 
 
 	if (i >= npad)
 		return;
+
+	const bool	gap = i < n && order[i] >= g.gap_lo && order[i] < g.gap_hi;
+
 	for (int k0 = 0; k0 < kend; k0 += WARP)
 	{
 		const int	k = k0 + lane;
 		double		hk = 0.0;
 
-		if (i < n && k < d)
+		if (i < n && !gap && k < d)
 		{
 			double		sy = __dmul_rn(plan.sigma,
 									   __dsub_rn(filter_coord(x, g.root, order[i], d, k), c[k]));
@@ -147,7 +155,12 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int pitch, 
 	{
 		TcF16Point	pt;
 
-		if (i < n)
+		if (gap)
+		{
+			q[i] = INFINITY;
+			rc[i] = 0.0f;
+		}
+		else if (i < n)
 		{
 			const bool	ip = g.metric == TC_METRIC_INNER_PRODUCT;
 
@@ -273,12 +286,13 @@ brute_norms(TcGpuJoin *g, TcElemType type, const void *x, unsigned int rows, int
  * The n points at bd.x (npad with the padding), given the plan and the
  * centre: their order, tile bounds, FP16 rows, q and rc.  The order is
  * recursive bisection from segments of seg0 tiles (0: all the points), so
- * that segments given (two blocks of a streamed join) never share a tile.
+ * that segments given (two blocks of a streamed join) never share a tile;
+ * part > 0: two sets, each ordered alone (brute_order).
  */
 TcStatus
 brute_prepare(TcGpuJoin *g, TcElemType type, unsigned int n, int d, const TcF16Plan &plan,
-			  const double *d_c, unsigned int seg0, BruteDev &bd, unsigned int npad, float **cen,
-			  float **rad, TcJoinStats *stats, TcError *err)
+			  const double *d_c, unsigned int seg0, unsigned int part, BruteDev &bd,
+			  unsigned int npad, float **cen, float **rad, TcJoinStats *stats, TcError *err)
 {
 	__half	   *d_h;
 	float	   *d_q,
@@ -288,7 +302,7 @@ brute_prepare(TcGpuJoin *g, TcElemType type, unsigned int n, int d, const TcF16P
 	cudaStream_t s = g->stream[0];
 	const unsigned int ntiles = npad / BT;
 
-	if ((st = brute_order(g, type, bd.x, bd.root, n, d, ntiles, seg0, &d_order, stats, err)) != TC_OK)
+	if ((st = brute_order(g, type, bd.x, bd.root, n, d, ntiles, seg0, part, &d_order, stats, err)) != TC_OK)
 		return st;
 	bd.order = d_order;
 	if ((st = brute_tile_bounds(g, type, bd.x, bd.root, d, d_c, d_order, n, ntiles, cen, rad,

@@ -97,18 +97,29 @@ gpu_upload_seconds(const TcJoin *join)
 	double		bytes = (double) join->a.n * join->a.d *
 		(join->a.type == TC_FLOAT4 ? sizeof(float) : sizeof(double));
 
+	if (!join->self)
+		bytes += (double) join->b.n * join->b.d *
+			(join->b.type == TC_FLOAT4 ? sizeof(float) : sizeof(double));
 	return bytes / TC_GPU_UPLOAD_RATE;
+}
+
+/* The points FP16 brute force holds: a's, and b's in a join of two sets. */
+static int64_t
+gpu_brute_points(const TcJoin *join)
+{
+	return join->self ? join->a.n : join->a.n + join->b.n;
 }
 
 static double
 gpu_brute_cost(const TcJoin *join, const TcGpuInfo *info)
 {
 	double		n = (double) join->a.n;
+	double		pairs = join->self ? n * (n - 1) / 2 : n * (double) join->b.n;
 	double		dpad = 64.0 * ceil(join->a.d / 64.0);
 	double		rate = TC_GPU_BRUTE_MACS * (info->sm_count > 0 ? info->sm_count / 132.0 : 1.0) *
 		(info->major >= 9 ? 1.0 : 1.0 / 3);
 
-	return TC_GPU_BRUTE_START + n * (n - 1) / 2 * dpad / rate;
+	return TC_GPU_BRUTE_START + pairs * dpad / rate;
 }
 
 static double
@@ -116,7 +127,9 @@ gpu_grid_cost(const TcJoin *join, const TcGridPlan *plan)
 {
 	double		r = (double) join->a.d / 8.0;
 
-	return TC_GPU_GRID_START + TC_GPU_GRID_POINT * (double) join->a.n +
+	double		points = (double) join->a.n + (join->self ? 0 : (double) join->b.n);
+
+	return TC_GPU_GRID_START + TC_GPU_GRID_POINT * points +
 		TC_GPU_GRID_CAND_D8 * fmax(r * r, 1.0) * plan->est_candidates;
 }
 
@@ -146,7 +159,7 @@ tc_choose_gpu_method(TcJoin *join, bool *fp16_brute, TcGridPlan *plan,
 	if (*fp16_brute && join->params.tensor_cores == TC_TENSOR_AUTO && !fp16_ok)
 		*fp16_brute = false;
 	if (join->params.method == TC_METHOD_AUTO && join->params.tensor_cores != TC_TENSOR_OFF &&
-		fp16_ok && join->a.n <= TC_GPU_BRUTE_MAX_N)
+		fp16_ok && gpu_brute_points(join) <= TC_GPU_BRUTE_MAX_N)
 	{
 		if (join->a.d >= TC_GPU_BRUTE_DIMS)
 			*fp16_brute = true;
@@ -246,7 +259,7 @@ dot_refusal(const TcJoin *join, const TcGpuInfo *info, char *msg, size_t len)
 	else if (join->params.tensor_cores == TC_TENSOR_OFF)
 		snprintf(msg, len, "the cosine and inner-product metrics on the GPU run on its tensor cores, "
 				 "and tcjoin.tensor_cores is off");
-	else if (join->a.n > TC_GPU_BRUTE_MAX_N)
+	else if (gpu_brute_points(join) > TC_GPU_BRUTE_MAX_N)
 		snprintf(msg, len, "FP16 brute force on the GPU takes at most %lld points",
 				 (long long) TC_GPU_BRUTE_MAX_N);
 	else
@@ -284,7 +297,7 @@ static TcStatus
 gpu_estimate(TcJoin *join, const TcGpuInfo *info, double *seconds, TcError *err)
 {
 	bool		fp16_ok = info->major >= 8 && join->params.tensor_cores != TC_TENSOR_OFF &&
-		join->a.n <= TC_GPU_BRUTE_MAX_N;
+		gpu_brute_points(join) <= TC_GPU_BRUTE_MAX_N;
 	double		brute = fp16_ok ? gpu_brute_cost(join, info) : INFINITY;
 	TcGridPlan	plan;
 	TcStatus	st;
@@ -305,8 +318,16 @@ gpu_estimate(TcJoin *join, const TcGpuInfo *info, double *seconds, TcError *err)
 	return TC_OK;
 }
 
+/* tc_dot_range_ok of every set of the join. */
+static bool
+dot_range_ok(TcJoin *join, bool *stopped)
+{
+	return tc_dot_range_ok(join, &join->a, stopped) &&
+		(join->self || tc_dot_range_ok(join, &join->b, stopped));
+}
+
 /*
- * auto with a self-join: the device whose estimate is lower, the GPU's
+ * auto: the device whose estimate is lower, the GPU's
  * including its fixed costs.  Where the CPU's estimate is below what any
  * GPU join costs besides its kernels, CUDA is not even asked: a backend
  * that never needs the GPU never pays for the driver.
@@ -353,7 +374,7 @@ choose_auto(TcJoin *join, bool *use_gpu, TcError *err)
 		bool		stopped = false;
 
 		/* checked only where the GPU would take it: a pass over float8 rows */
-		if (!tc_dot_range_ok(join, &join->a, &stopped))
+		if (!dot_range_ok(join, &stopped))
 		{
 			if (stopped)
 				return TC_STOPPED;
@@ -370,8 +391,7 @@ choose_auto(TcJoin *join, bool *use_gpu, TcError *err)
 
 /*
  * Where the join runs: tcjoin.device = cpu or gpu as set (gpu needs a
- * usable GPU), auto by the estimates.  The GPU back ends take self-joins
- * only so far.
+ * usable GPU), auto by the estimates.
  */
 TcStatus
 tc_choose_device(TcJoin *join, bool *use_gpu, TcError *err)
@@ -384,17 +404,6 @@ tc_choose_device(TcJoin *join, bool *use_gpu, TcError *err)
 	if (join->params.device == TC_DEVICE_CPU)
 	{
 		snprintf(s->device_choice, sizeof(s->device_choice), "tcjoin.device = cpu");
-		return TC_OK;
-	}
-	if (!join->self)
-	{
-		if (join->params.device == TC_DEVICE_GPU)
-		{
-			tc_set_error(err, TC_ERR_NO_GPU, "joins of two point sets run on the CPU only");
-			return TC_ERR_NO_GPU;
-		}
-		snprintf(s->device_choice, sizeof(s->device_choice),
-				 "auto: joins of two point sets run on the CPU only");
 		return TC_OK;
 	}
 	if (join->params.device == TC_DEVICE_AUTO)
@@ -416,7 +425,7 @@ tc_choose_device(TcJoin *join, bool *use_gpu, TcError *err)
 			tc_set_error(err, TC_ERR_INVALID, "%s", reason);
 			return TC_ERR_INVALID;
 		}
-		if (!tc_dot_range_ok(join, &join->a, &stopped))
+		if (!dot_range_ok(join, &stopped))
 		{
 			if (stopped)
 				return TC_STOPPED;

@@ -231,11 +231,6 @@ cross_join(FunctionCallInfo fcinfo, bool ranked)
 	eps = PG_GETARG_FLOAT8(4);
 	metric = tc_metric_arg(fcinfo, opt + 4);
 	tc_check_eps(eps, metric);
-	if (tc_device_setting == TC_DEVICE_GPU)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("tc_join runs on the CPU only, and tcjoin.device is \"gpu\""),
-				 errhint("Set tcjoin.device to \"auto\" or \"cpu\".")));
 	tc_join_params(&params, eps, metric, false,
 				PG_ARGISNULL(opt + 2) ? true : PG_GETARG_BOOL(opt + 2),
 				PG_ARGISNULL(opt + 3) ? TC_METHOD_AUTO :

@@ -80,13 +80,14 @@ test_device_choice(void)
 	tc_join_destroy(j);
 	case_end();
 
-	case_begin("device: auto, two point sets on the CPU");
+	case_begin("device: auto, two small point sets on the CPU by the estimates");
 	j = chosen(&ps, &ps, TC_DEVICE_AUTO, TC_METHOD_AUTO, 0.01, &st, &gpu, &err);
 	CHECK(j != NULL && st == TC_OK && !gpu, "status %s", tc_status_name(st));
 	if (j)
 	{
 		tc_join_get_stats(j, &s);
-		CHECK(strstr(s.device_choice, "two point sets") != NULL, "choice \"%s\"", s.device_choice);
+		CHECK(strstr(s.device_choice, "fixed costs") != NULL && s.auto_cpu_seconds > 0,
+			  "choice \"%s\"", s.device_choice);
 	}
 	tc_join_destroy(j);
 	case_end();
