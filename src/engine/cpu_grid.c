@@ -13,8 +13,11 @@
  */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "distance.h"
 #include "engine_int.h"
@@ -31,6 +34,14 @@ typedef struct GridSet
 	int64_t    *cell_start;		/* ncells + 1 */
 	int64_t		ncells;
 	int64_t		n;
+
+	/*
+	 * Scratch of the set's build, owned here so that a longjmp out of a
+	 * poll leaks nothing: free_set frees whatever is set.
+	 */
+	uint64_t   *tmp_keys;
+	uint64_t   *tmp_keys2;
+	int64_t    *tmp_idx2;
 } GridSet;
 
 /* A work item: cells [c0, c1) of a, or points [p0, p1) of cell c0. */
@@ -56,18 +67,28 @@ typedef struct Grid
 
 	GridItem   *items;
 
-	/*
-	 * Scratch of the index build, owned here so that a longjmp out of a
-	 * poll leaks nothing: grid_free_state frees whatever is set.
-	 */
-	uint64_t   *tmp_keys;
-	uint64_t   *tmp_keys2;
-	int64_t    *tmp_idx2;
+	/* A two-set join's b, built on a thread of its own while the caller builds a. */
+	pthread_t	b_thread;
+	bool		b_started;
+	atomic_bool b_done;
+	TcStatus	b_status;
+	TcJoin	   *join;
 } Grid;
+
+static void
+free_scratch(GridSet *s)
+{
+	free(s->tmp_keys);
+	free(s->tmp_keys2);
+	free(s->tmp_idx2);
+	s->tmp_keys = s->tmp_keys2 = NULL;
+	s->tmp_idx2 = NULL;
+}
 
 static void
 free_set(GridSet *s)
 {
+	free_scratch(s);
 	free(s->pts);
 	free(s->perm);
 	free(s->cell_key);
@@ -75,14 +96,15 @@ free_set(GridSet *s)
 	memset(s, 0, sizeof(*s));
 }
 
+/* b's build thread, joined (it sees the join's stop flag within a few milliseconds). */
 static void
-free_scratch(Grid *g)
+join_b_thread(Grid *g)
 {
-	free(g->tmp_keys);
-	free(g->tmp_keys2);
-	free(g->tmp_idx2);
-	g->tmp_keys = g->tmp_keys2 = NULL;
-	g->tmp_idx2 = NULL;
+	if (g->b_started)
+	{
+		pthread_join(g->b_thread, NULL);
+		g->b_started = false;
+	}
 }
 
 static void
@@ -92,7 +114,7 @@ grid_free_state(TcJoin *join)
 
 	if (g == NULL)
 		return;
-	free_scratch(g);
+	join_b_thread(g);			/* the join's stop is set: it ends soon */
 	free_set(&g->a);
 	free_set(&g->b);
 	free(g->offs);
@@ -103,52 +125,75 @@ grid_free_state(TcJoin *join)
 }
 
 /*
- * LSD radix sort of (key, index) by key, 8 bits a pass, skipping passes in
- * which every key has the same digit.  Stable, O(n) per pass.  Returns
- * TC_STOPPED if the caller asked to stop.
+ * Whether the build goes on: on the caller's thread a poll of the sink
+ * (which may longjmp), on b's build thread the join's stop flag.
+ */
+static inline bool
+build_poll(TcJoin *join, bool caller)
+{
+	return caller ? tc_poll(join) : !tc_should_stop(join);
+}
+
+#define RADIX_BITS 11
+#define RADIX_SIZE (1 << RADIX_BITS)
+
+/*
+ * LSD radix sort of (key, index) by key, 11 bits a pass, skipping passes
+ * in which every key has the same digit.  Stable, O(n) per pass.  Returns
+ * TC_STOPPED if the join is to stop.
  */
 static TcStatus
-radix_sort(TcJoin *join, Grid *g, uint64_t *keys, int64_t *idx, int64_t n,
+radix_sort(TcJoin *join, GridSet *s, bool caller, uint64_t *keys, int64_t *idx, int64_t n,
 		   uint64_t maxkey)
 {
 	uint64_t   *ks = keys,
 			   *kd;
 	int64_t    *is = idx,
 			   *id;
+	int64_t    *count;
 
-	g->tmp_keys2 = malloc(sizeof(uint64_t) * (n > 0 ? n : 1));
-	g->tmp_idx2 = malloc(sizeof(int64_t) * (n > 0 ? n : 1));
-	if (g->tmp_keys2 == NULL || g->tmp_idx2 == NULL)
-		return TC_ERR_NOMEM;
-	kd = g->tmp_keys2;
-	id = g->tmp_idx2;
-	for (int shift = 0; shift < 64 && (maxkey >> shift) != 0; shift += 8)
+	s->tmp_keys2 = malloc(sizeof(uint64_t) * (n > 0 ? n : 1));
+	s->tmp_idx2 = malloc(sizeof(int64_t) * (n > 0 ? n : 1));
+	count = malloc(sizeof(int64_t) * (RADIX_SIZE + 1));
+	if (s->tmp_keys2 == NULL || s->tmp_idx2 == NULL || count == NULL)
 	{
-		int64_t		count[257] = {0};
-
+		free(count);
+		return TC_ERR_NOMEM;
+	}
+	kd = s->tmp_keys2;
+	id = s->tmp_idx2;
+	for (int shift = 0; shift < 64 && (maxkey >> shift) != 0; shift += RADIX_BITS)
+	{
+		memset(count, 0, sizeof(int64_t) * (RADIX_SIZE + 1));
 		/* A pass over a large n takes long: polls within it, by chunks. */
 		for (int64_t c0 = 0; c0 < n; c0 += TC_CHECK_COORDS)
 		{
 			int64_t		c1 = c0 + TC_CHECK_COORDS < n ? c0 + TC_CHECK_COORDS : n;
 
-			if (!tc_poll(join))
+			if (!build_poll(join, caller))
+			{
+				free(count);
 				return TC_STOPPED;
+			}
 			for (int64_t i = c0; i < c1; i++)
-				count[((ks[i] >> shift) & 0xff) + 1]++;
+				count[((ks[i] >> shift) & (RADIX_SIZE - 1)) + 1]++;
 		}
-		if (count[((ks[0] >> shift) & 0xff) + 1] == n)
+		if (count[((ks[0] >> shift) & (RADIX_SIZE - 1)) + 1] == n)
 			continue;
-		for (int b = 0; b < 256; b++)
+		for (int b = 0; b < RADIX_SIZE; b++)
 			count[b + 1] += count[b];
 		for (int64_t c0 = 0; c0 < n; c0 += TC_CHECK_COORDS)
 		{
 			int64_t		c1 = c0 + TC_CHECK_COORDS < n ? c0 + TC_CHECK_COORDS : n;
 
-			if (!tc_poll(join))
+			if (!build_poll(join, caller))
+			{
+				free(count);
 				return TC_STOPPED;
+			}
 			for (int64_t i = c0; i < c1; i++)
 			{
-				int64_t		pos = count[(ks[i] >> shift) & 0xff]++;
+				int64_t		pos = count[(ks[i] >> shift) & (RADIX_SIZE - 1)]++;
 
 				kd[pos] = ks[i];
 				id[pos] = is[i];
@@ -164,21 +209,53 @@ radix_sort(TcJoin *join, Grid *g, uint64_t *keys, int64_t *idx, int64_t n,
 			id = ti;
 		}
 	}
+	free(count);
 	if (ks != keys)
 	{
 		memcpy(keys, ks, sizeof(uint64_t) * n);
 		memcpy(idx, is, sizeof(int64_t) * n);
 	}
-	free(g->tmp_keys2);
-	free(g->tmp_idx2);
-	g->tmp_keys2 = NULL;
-	g->tmp_idx2 = NULL;
+	free(s->tmp_keys2);
+	free(s->tmp_idx2);
+	s->tmp_keys2 = NULL;
+	s->tmp_idx2 = NULL;
 	return TC_OK;
 }
 
-/* Bin, sort and copy one point set. */
+/*
+ * Row perm[i] of src to row i of dst, for i in [i0, i1): whole 8-byte
+ * words where the rows are (float8, or float4 of even d) without a call a
+ * row, the row some iterations ahead prefetched (the rows come in cell
+ * order, scattered over the input).
+ */
+static void
+gather_rows(void *dst, const void *src, const int64_t *perm, int64_t i0, int64_t i1,
+			int64_t n, size_t rowbytes)
+{
+	const int	ahead = 8;
+
+	if (rowbytes % 8 != 0)
+	{
+		for (int64_t i = i0; i < i1; i++)
+			memcpy((char *) dst + (size_t) i * rowbytes,
+				   (const char *) src + (size_t) perm[i] * rowbytes, rowbytes);
+		return;
+	}
+	for (int64_t i = i0; i < i1; i++)
+	{
+		const uint64_t *from = (const uint64_t *) ((const char *) src + (size_t) perm[i] * rowbytes);
+		uint64_t   *to = (uint64_t *) ((char *) dst + (size_t) i * rowbytes);
+
+		if (i + ahead < n)
+			__builtin_prefetch((const char *) src + (size_t) perm[i + ahead] * rowbytes);
+		for (size_t w = 0; w < rowbytes / 8; w++)
+			to[w] = from[w];
+	}
+}
+
+/* Bin, sort and copy one point set (caller: on the caller's thread, which polls the sink). */
 static TcStatus
-build_set(TcJoin *join, Grid *g, const TcPoints *p, GridSet *s)
+build_set(TcJoin *join, const Grid *g, const TcPoints *p, GridSet *s, bool caller)
 {
 	int64_t		n = p->n;
 	size_t		rowbytes = (size_t) p->d * (size_t) p->type;
@@ -192,7 +269,7 @@ build_set(TcJoin *join, Grid *g, const TcPoints *p, GridSet *s)
 	s->n = n;
 	s->perm = malloc(sizeof(int64_t) * (n > 0 ? n : 1));
 	s->pts = malloc(rowbytes * (n > 0 ? n : 1));
-	keys = g->tmp_keys = malloc(sizeof(uint64_t) * (n > 0 ? n : 1));
+	keys = s->tmp_keys = malloc(sizeof(uint64_t) * (n > 0 ? n : 1));
 	if (keys == NULL || s->perm == NULL || s->pts == NULL)
 		return TC_ERR_NOMEM;
 
@@ -200,7 +277,7 @@ build_set(TcJoin *join, Grid *g, const TcPoints *p, GridSet *s)
 	{
 		uint64_t	key = 0;
 
-		if (i % key_rows == 0 && !tc_poll(join))
+		if (i % key_rows == 0 && !build_poll(join, caller))
 			return TC_STOPPED;
 		for (int j = 0; j < g->p.k; j++)
 			key += (uint64_t) tc_cell_coord(&g->p, j, tc_coord(p, i, g->p.dims[j])) * g->p.stride[j];
@@ -209,12 +286,12 @@ build_set(TcJoin *join, Grid *g, const TcPoints *p, GridSet *s)
 		if (key > maxkey)
 			maxkey = key;
 	}
-	if (n > 0 && (st = radix_sort(join, g, keys, s->perm, n, maxkey)) != TC_OK)
+	if (n > 0 && (st = radix_sort(join, s, caller, keys, s->perm, n, maxkey)) != TC_OK)
 		return st;
 
 	for (int64_t i = 0; i < n; i++)
 	{
-		if (i % TC_CHECK_COORDS == 0 && !tc_poll(join))
+		if (i % TC_CHECK_COORDS == 0 && !build_poll(join, caller))
 			return TC_STOPPED;
 		if (i == 0 || keys[i] != keys[i - 1])
 			nc++;
@@ -225,23 +302,69 @@ build_set(TcJoin *join, Grid *g, const TcPoints *p, GridSet *s)
 	if (s->cell_key == NULL || s->cell_start == NULL)
 		return TC_ERR_NOMEM;
 	nc = 0;
-	for (int64_t i = 0; i < n; i++)
+	for (int64_t i0 = 0; i0 < n; i0 += copy_rows)
 	{
-		if (i % copy_rows == 0 && !tc_poll(join))
+		int64_t		i1 = i0 + copy_rows < n ? i0 + copy_rows : n;
+
+		if (!build_poll(join, caller))
 			return TC_STOPPED;
-		if (i == 0 || keys[i] != keys[i - 1])
-		{
-			s->cell_key[nc] = keys[i];
-			s->cell_start[nc] = i;
-			nc++;
-		}
-		memcpy((char *) s->pts + (size_t) i * rowbytes,
-			   (const char *) p->data + (size_t) s->perm[i] * rowbytes, rowbytes);
+		for (int64_t i = i0; i < i1; i++)
+			if (i == 0 || keys[i] != keys[i - 1])
+			{
+				s->cell_key[nc] = keys[i];
+				s->cell_start[nc] = i;
+				nc++;
+			}
+		gather_rows(s->pts, p->data, s->perm, i0, i1, n, rowbytes);
 	}
 	s->cell_start[nc] = n;
-	free(g->tmp_keys);
-	g->tmp_keys = NULL;
+	free(s->tmp_keys);
+	s->tmp_keys = NULL;
 	return TC_OK;
+}
+
+/* b's build thread. */
+static void *
+build_b_main(void *arg)
+{
+	Grid	   *g = arg;
+
+	g->b_status = build_set(g->join, g, &g->join->b, &g->b, false);
+	atomic_store(&g->b_done, true);
+	return NULL;
+}
+
+/*
+ * Both sets of a two-set join: b on a thread of its own (where one starts)
+ * while the caller's thread builds a, then polls until b is done.
+ */
+static TcStatus
+build_two_sets(TcJoin *join, Grid *g)
+{
+	TcStatus	st;
+
+	g->join = join;
+	atomic_init(&g->b_done, false);
+	g->b_started = tc_start_thread(&g->b_thread, build_b_main, g);
+	if (!g->b_started)
+	{
+		if ((st = build_set(join, g, &join->a, &g->a, true)) != TC_OK)
+			return st;
+		return build_set(join, g, &join->b, &g->b, true);
+	}
+	st = build_set(join, g, &join->a, &g->a, true);
+	if (st != TC_OK)
+		atomic_store(&join->stop, true);	/* b's build ends too */
+	while (!atomic_load(&g->b_done))
+	{
+		struct timespec ms = {0, 1000000};
+
+		if (st == TC_OK && !tc_poll(join))
+			st = TC_STOPPED;
+		nanosleep(&ms, NULL);
+	}
+	join_b_thread(g);
+	return st != TC_OK ? st : g->b_status;
 }
 
 /* The neighbour rows (grid_plan.c); a self-join needs the positive ones. */
@@ -504,8 +627,7 @@ tc_grid_prepare(TcJoin *join, bool allow_brute, TcError *err)
 	g->p = plan;
 	join->state = g;
 	join->backend = &grid_backend;
-	if ((st = build_set(join, g, &join->a, &g->a)) != TC_OK ||
-		(!join->self && (st = build_set(join, g, &join->b, &g->b)) != TC_OK))
+	if ((st = join->self ? build_set(join, g, &join->a, &g->a, true) : build_two_sets(join, g)) != TC_OK)
 	{
 		if (st == TC_ERR_NOMEM)
 			goto nomem;

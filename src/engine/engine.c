@@ -651,6 +651,26 @@ nomem:
 }
 
 /*
+ * A thread of the engine's, started with every signal blocked (the host's
+ * handlers run on its own thread only): blocked here around pthread_create,
+ * so that no signal can land on the new thread before it could block them.
+ * False where it did not start.
+ */
+bool
+tc_start_thread(pthread_t *th, void *(*fn) (void *), void *arg)
+{
+	sigset_t	all,
+				old;
+	bool		ok;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ok = pthread_create(th, NULL, fn, arg) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ok;
+}
+
+/*
  * Start the workers with every signal blocked, so that the host's handlers
  * (PostgreSQL's) run only on its own thread.  Blocked in this thread around
  * pthread_create, so a new thread inherits the mask and no signal can land

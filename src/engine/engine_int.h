@@ -192,6 +192,9 @@ tc_check_rows(int64_t width)
  */
 extern bool tc_poll(TcJoin *join);
 
+/* Start a thread with every signal blocked (engine.c); false where it did not start. */
+extern bool tc_start_thread(pthread_t *th, void *(*fn) (void *), void *arg);
+
 /*
  * The contract's squared norms of p's points into *out (malloc'd; set 0 is
  * a, 1 is b), polling; under cosine a zero norm is an error naming its

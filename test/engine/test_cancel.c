@@ -60,8 +60,8 @@ cancel_poll(void *arg)
  * volatile: the values live across the longjmp.
  */
 static void
-cancel_case(const char *what, const TcPoints *p, TcJoinParams params, double after_s,
-			bool jump, int want_grid_dims)
+cancel_case(const char *what, const TcPoints *p, const TcPoints *b, TcJoinParams params,
+			double after_s, bool jump, int want_grid_dims)
 {
 	TcError		err;
 	TcSink		sink = {cancel_emit, cancel_poll, NULL, 0, NULL, NULL};
@@ -75,7 +75,7 @@ cancel_case(const char *what, const TcPoints *p, TcJoinParams params, double aft
 
 	sink.arg = &s;
 	s.jump = jump;
-	join = tc_join_create(p, NULL, &params, &err);
+	join = tc_join_create(p, b, &params, &err);
 	if (join == NULL)
 	{
 		check_fail("tc_join_create: %s: %s", tc_status_name(err.status), err.message);
@@ -154,7 +154,7 @@ iso_grid_cell(bool jump)
 	TcPoints	p;
 
 	cluster_points(&p, cluster_n(), 128, 1.0);
-	cancel_case("grid, one huge cell", &p, make_params(1.0, TC_METHOD_GRID, 2, false), 0.4,
+	cancel_case("grid, one huge cell", &p, NULL, make_params(1.0, TC_METHOD_GRID, 2, false), 0.4,
 				jump, 1);
 	points_free(&p);
 }
@@ -178,7 +178,7 @@ iso_brute_cluster(void)
 	TcPoints	p;
 
 	cluster_points(&p, cluster_n(), 64, 1.0);
-	cancel_case("brute force over a cluster", &p, make_params(1.0, TC_METHOD_BRUTE, 2, false),
+	cancel_case("brute force over a cluster", &p, NULL, make_params(1.0, TC_METHOD_BRUTE, 2, false),
 				0.4, false, -1);
 	points_free(&p);
 }
@@ -204,9 +204,50 @@ iso_filter_setup(void)
 		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
 		data[t] = (float) (x >> 40) * 0x1p-24f;
 	}
-	cancel_case("float32 filter set-up", &p, make_params(1e-3, TC_METHOD_BRUTE, 2, false), 0.05,
+	cancel_case("float32 filter set-up", &p, NULL, make_params(1e-3, TC_METHOD_BRUTE, 2, false), 0.05,
 				false, -1);
 	points_free(&p);
+}
+
+/*
+ * Two sets' grid index, built on two threads (b's on a thread of its own):
+ * a stop early in it, by return or by a longjmp out of the poll while b's
+ * thread still builds, which tc_join_destroy must then wait out.
+ */
+static void
+iso_two_sets_index(bool jump)
+{
+	TcPoints	a,
+				b;
+	int64_t		n = g_quick ? 2000000 : 4000000;
+	uint64_t	x = FIXED_SEED;
+
+	points_alloc(&a, n, 2, TC_FLOAT8);
+	points_alloc(&b, n, 2, TC_FLOAT8);
+	for (int64_t i = 0; i < n; i++)
+		for (int k = 0; k < 2; k++)
+		{
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			points_set(&a, i, k, (double) (x >> 11) * 0x1p-53);
+			points_set(&b, i, k, (double) (x >> 13) * 0x1p-51);
+		}
+	/* eps far below the points' spacing: no pair */
+	cancel_case("grid of two sets, the index", &a, &b, make_params(1e-12, TC_METHOD_GRID, 2, false),
+				0.02, jump, -1);
+	points_free(&a);
+	points_free(&b);
+}
+
+static void
+iso_two_sets_return(void)
+{
+	iso_two_sets_index(false);
+}
+
+static void
+iso_two_sets_jump(void)
+{
+	iso_two_sets_index(true);
 }
 
 void
@@ -219,4 +260,7 @@ test_cancel(void)
 	run_isolated("[cancel] brute force over a cluster: poll asks to stop", iso_brute_cluster, 120);
 	run_isolated("[cancel] float32 filter set-up on a large n x d: poll asks to stop",
 				 iso_filter_setup, 120);
+	run_isolated("[cancel] grid index of two sets: poll asks to stop", iso_two_sets_return, 120);
+	run_isolated("[cancel] grid index of two sets: longjmp out of poll while b's thread builds, "
+				 "then destroy", iso_two_sets_jump, 120);
 }
