@@ -78,17 +78,21 @@ GPU=-
 CORPUS_LOADED=0
 ROWS=("M|N|D|join phase s|GEMM s|GEMM / join|pairs|pairs a query|engine s|method|tc|eps|status")
 for M in "${QUERIES[@]}"; do
-    args=(--gen "$GEN" --n "$N" --d "$D" --queries "$M" --neighbours "$K" --device gpu
-          --method brute --exact on --sink "$SINK" --reps "$REPS" --csv)
-    [ "${CALIBRATE:-0}" = 1 ] && args+=(--calibrate)
-    line=$(test/bench/tcbench "${args[@]}" 2>"$WORK/tcbench.err" | tail -1)
+    # eps first, printed as the runs take it, so that SQL's rows join at the same eps
+    args=(--gen "$GEN" --n "$N" --d "$D" --queries "$M" --device gpu --method brute --exact on)
+    calibrate=()
+    [ "${CALIBRATE:-0}" = 1 ] && calibrate=(--calibrate)
+    eps=$(test/bench/tcbench "${args[@]}" --neighbours "$K" "${calibrate[@]}" --eps-only 2>"$WORK/tcbench.err")
+    line=
+    [ -n "$eps" ] && line=$(test/bench/tcbench "${args[@]}" --eps "$eps" --sink "$SINK" --reps "$REPS" --csv \
+                                2>>"$WORK/tcbench.err" | tail -1)
     if [ -z "$line" ]; then
         echo "join_vs_gemm: tcbench failed at M=$M:" >&2
         cat "$WORK/tcbench.err" >&2
         ROWS+=("$M|$N|$D|-|-|-|-|-|-|-|-|-|tcbench failed")
         continue
     fi
-    IFS=, read -r _ _ _ _ eps _ method _ _ wall _ _ _ _ _ pairs _ _ _ _ _ _ tc status _ _ _ _ _ join_med <<<"$line"
+    IFS=, read -r _ _ _ _ _ _ method _ _ wall _ _ _ _ _ pairs _ _ _ _ _ _ tc status _ _ _ _ _ join_med <<<"$line"
     : >"$WORK/gemm.err"
     for _ in $(seq "$REPS"); do
         test/bench/gemm_floor --rect "$M" "$N" "$D" 2>>"$WORK/gemm.err"
@@ -113,7 +117,7 @@ for M in "${QUERIES[@]}"; do
             q_db "$DB" -c "VACUUM ANALYZE corpus" >/dev/null
             CORPUS_LOADED=1
         fi
-        q_db "$DB" -c "DROP TABLE IF EXISTS queries; CREATE TABLE queries (id bigint PRIMARY KEY, vec real[])" >/dev/null
+        q_db "$DB" -c "SET client_min_messages = warning; DROP TABLE IF EXISTS queries; CREATE TABLE queries (id bigint PRIMARY KEY, vec real[])" >/dev/null
         to_csv "$WORK/pts.f32" "$N" "$M" | q_db "$DB" -c "COPY queries FROM STDIN (FORMAT csv)"
         q_db "$DB" -c "VACUUM ANALYZE queries" >/dev/null
         sql=$(q_db "$DB" -F '|' <<SQL
