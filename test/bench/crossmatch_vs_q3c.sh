@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Cross-matching two sky catalogues within a radius, two ways, in one
 # session: tc_join on the CPU (every pair, and with k => 1 each star's best
-# match) against Q3C's q3c_join over its index (every pair, and the nearest
-# by the LATERAL ... ORDER BY q3c_dist LIMIT 1 idiom).  The Tycho-2
+# match), and on the GPU where there is one, against Q3C's q3c_join over its
+# index (every pair, and the nearest by the LATERAL ... ORDER BY q3c_dist
+# LIMIT 1 idiom), beside a floor: reading both tables' vector columns in
+# plain SQL (SELECT sum(xyz[1]) of each), each method's median as a
+# multiple of the floor's (x floor).  The Tycho-2
 # catalogue (TCJOIN_DATA, default .data, tycho2_1871011x3.f32: fetch it
 # with  bash ../shared/datasets/fetch.sh .data) as right ascension and
 # declination, against a copy with every other star moved by 1.5
 # arcseconds at a random position angle; radius 2 arcseconds.  Medians of
 # REPS (default 3), in ms, with the rows each returned and how many pairs
 # the two disagree on.  N (default all) takes the first N stars.
+# The GPU rows (tcjoin.device = gpu, with the pairs they and the CPU's
+# disagree on) run where TCJOIN_DEVICE includes gpu (cpu,gpu or gpu), or
+# where it is unset and tc_devices() lists a GPU; TCJOIN_DEVICE=cpu leaves
+# them out.  The CPU rows run always.
 #   test/bench/crossmatch_vs_q3c.sh [REPS] [N]
 # Needs the extensions tcjoin and q3c (Debian: postgresql-15-q3c) in the
 # server; without q3c the Q3C rows are left out.  Not a test: it prints a
@@ -18,7 +25,7 @@ REPS=${1:-3}
 N=${2:-0}
 DB=${TCJOIN_BENCH_DB:-tcjoin_q3c_bench}
 RADIUS=2
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 DATA=${TCJOIN_DATA:-.data}/tycho2_1871011x3.f32
 [ -n "${PGPORT:-}" ] || eval "$(bash test/cluster.sh env)"
 . test/stress/lib.sh
@@ -68,13 +75,28 @@ VACUUM ANALYZE cat_b;
 SQL
 create_runs_fn "$DB"
 
+# The GPU rows: asked for, or unasked where the server sees a GPU.
+GPUS=$(q_db "$DB" -c "SELECT count(*) FROM tc_devices()" 2>/dev/null || echo 0)
+case ${TCJOIN_DEVICE:-} in
+    *gpu*) GPU_ROWS=1 ;;
+    "") [ "$GPUS" -gt 0 ] 2>/dev/null && GPU_ROWS=1 || GPU_ROWS=0 ;;
+    *) GPU_ROWS=0 ;;
+esac
+DEVICES="tcjoin.device = cpu"
+[ "$GPU_ROWS" = 1 ] && DEVICES="$DEVICES and gpu ($(q_db "$DB" -c "SELECT coalesce(string_agg(name, ', '), 'none listed') FROM tc_devices()"))"
+
 med() { echo "round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1)"; }
 ROWS=$(q_db "$DB" -c "SELECT count(*) FROM cat_a")
+# The floor: both tables' vector columns read in plain SQL.
+FLOOR_Q='SELECT (SELECT sum(xyz[1]) FROM cat_a) + (SELECT sum(xyz[1]) FROM cat_b)'
+FLOOR=$(q_db "$DB" -c "SELECT $(med) FROM runs(\$q\$$FLOOR_Q\$q\$, $REPS) ms")
 echo "Tycho-2: $ROWS stars against a copy with every other star moved 1.5 arcsec; radius $RADIUS arcsec;"
-echo "tcjoin.device = cpu; $(nproc) cores; medians of $REPS (ms); commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
+echo "$DEVICES; $(nproc) cores; medians of $REPS (ms); x floor: the median over the floor's;"
+echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
 echo
 {
     echo "what|ms|rows"
+    echo "floor: reading cat_a.xyz and cat_b.xyz (sum(xyz[1]))|$FLOOR|"
     q_db "$DB" -F '|' <<SQL
 SET tcjoin.device = cpu;
 SELECT 'tc_join (every pair)', $(med), (SELECT count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS)))
@@ -82,6 +104,26 @@ SELECT 'tc_join (every pair)', $(med), (SELECT count(*) FROM tc_join('cat_a', 'x
 SELECT 'tc_join, k => 1 (best match)', $(med), (SELECT count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS), k => 1))
   FROM runs(\$q\$SELECT count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS), k => 1)\$q\$, $REPS) ms;
 SQL
+    if [ "$GPU_ROWS" = 1 ] && [ "$GPUS" = 0 ]; then
+        echo "tc_join on the GPU|no GPU (tc_devices() lists none)|"
+    elif [ "$GPU_ROWS" = 1 ]; then
+        # A join before the timed ones: the session's first GPU join sets up the context.
+        q_db "$DB" -F '|' <<SQL
+SET tcjoin.device = cpu;
+CREATE TEMP TABLE cpu_pairs AS SELECT id_a, id_b FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS));
+SET tcjoin.device = gpu;
+DO \$\$ BEGIN PERFORM count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS)); END \$\$;
+SELECT 'tc_join on the GPU (every pair)', $(med), (SELECT count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS)))
+  FROM runs(\$q\$SELECT count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS))\$q\$, $REPS) ms;
+SELECT 'tc_join on the GPU: ' || device || ', ' || method || ', join ' || round(join_ms::numeric, 1) || ' ms', NULL, NULL FROM tc_last_stats();
+SELECT 'tc_join on the GPU, k => 1 (best match)', $(med), (SELECT count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS), k => 1))
+  FROM runs(\$q\$SELECT count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS), k => 1)\$q\$, $REPS) ms;
+SELECT 'pairs the GPU and the CPU differ on', NULL, count(*) FROM (
+  (SELECT id_a, id_b FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS)) EXCEPT SELECT * FROM cpu_pairs)
+  UNION ALL
+  (SELECT * FROM cpu_pairs EXCEPT SELECT id_a, id_b FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS)))) x;
+SQL
+    fi
     if [ "$HAVE_Q3C" = 1 ]; then
         T0=$(date +%s.%N)
         q_db "$DB" -c "CREATE INDEX ON cat_b (q3c_ang2ipix(ra, dec)); ANALYZE cat_b" >/dev/null
@@ -112,5 +154,6 @@ SQL
     else
         echo "q3c_join|not installed|"
     fi
-} | column -t -s '|'
+} | awk -F '|' -v f="$FLOOR" 'NR == 1 { print $0 "|x floor"; next }
+        { r = ($2 ~ /^[0-9.]+$/ && f + 0 > 0) ? sprintf("%.1f", $2 / f) : ""; print $0 "|" r }' | column -t -s '|'
 q_db postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1

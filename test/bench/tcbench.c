@@ -12,16 +12,27 @@
  *	                    distance below 0.012)
  *	  --n N --d D       size (with --file: d is required, n defaults to all;
  *	                    a smaller n takes the first n rows)
+ *	  --queries M       a join of two sets: M query points against the n
+ *	                    points (the corpus), tc_join_create(queries, corpus):
+ *	                    with --gen, n + M points drawn as one set (clusters
+ *	                    drawn for n points), the corpus the first n, the same
+ *	                    as without --queries, the queries the M after them;
+ *	                    with --file, the corpus its first n rows (default all
+ *	                    but M) and the queries the M rows after them
  *	  --seed S          seed for --gen (default 1)
  *	  --eps E           threshold; or --neighbours K to pick eps by sampling
- *	                    for K neighbours per point on average
+ *	                    for K neighbours per point on average (with
+ *	                    --queries: K matches in the corpus per query)
  *	  --calibrate       with --neighbours: refine the sampled eps by counting
  *	                    the pairs of whole joins (this run's device, method
- *	                    and exactness) until they are within 2% of n K / 2;
+ *	                    and exactness) until they are within 2% of n K / 2
+ *	                    (with --queries, M K);
  *	                    sampling alone can miss by 2x where per-point counts
  *	                    are heavy-tailed (high-dimensional Gaussian data)
  *	  --eps-only        print the chosen eps and exit (with --neighbours)
- *	  --write F         write the points as raw float32 to F and exit
+ *	  --write F         write the points as raw float32 to F and exit (with
+ *	                    --queries, the corpus then the queries: --file F
+ *	                    --queries M reads them back as they were)
  *	  --method M        auto | grid | brute (default auto)
  *	  --metric M        euclidean | cosine | inner_product (default euclidean)
  *	  --threads T       compute threads (default: all CPUs)
@@ -55,19 +66,20 @@
  *	tensor_cores (what the join used: on, off, or the option given when it
  *	did not run), status, rechecked, checksum, filter_s, recheck_s (GPU
  *	brute force: its kernels' time, the tensor-core filter's and the exact
- *	recheck's; 0 otherwise)
+ *	recheck's; 0 otherwise), queries (M; 0 in a self-join), join_med_s
+ *	(the median of the runs' join phases; join_s is the median run's)
  * status is "ok", "n/a (no GPU)" (the engine found no usable GPU) or
  * "not built" (the engine cannot run this variant); those rows have zero
  * times and counts and the exit status is 0.  Other errors exit with 1.
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "engine.h"
+#include "tcbench_data.h"
 
 typedef struct Options
 {
@@ -75,6 +87,7 @@ typedef struct Options
 	const char *gen;
 	const char *write;
 	int64_t		n;
+	int64_t		queries;		/* --queries: query points; 0, a self-join */
 	int			d;
 	uint64_t	seed;
 	double		eps;
@@ -108,171 +121,14 @@ typedef struct Run
 	double		checksum;
 } Run;
 
-static uint64_t rng_state;
-
-static uint64_t
-next_u64(void)
-{
-	uint64_t	z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static double
-next_unit(void)
-{
-	return (double) (next_u64() >> 11) * 0x1p-53;
-}
-
-static void
-die(const char *msg)
-{
-	fprintf(stderr, "tcbench: %s\n", msg);
-	exit(2);
-}
-
 static bool
 on_off(const char *v)
 {
 	if (strcmp(v, "on") == 0)
 		return true;
 	if (strcmp(v, "off") != 0)
-		die("expected on or off");
+		tcbench_die("expected on or off");
 	return false;
-}
-
-static double
-next_gauss(void)
-{
-	return sqrt(-2 * log(1.0 - next_unit())) * cos(2 * M_PI * next_unit());
-}
-
-/* Row i of pts scaled to unit length (a zero row is left as it is). */
-static void
-normalise(float *row, int d)
-{
-	double		s = 0;
-
-	for (int k = 0; k < d; k++)
-		s += (double) row[k] * row[k];
-	for (int k = 0; k < d && s > 0; k++)
-		row[k] = (float) (row[k] / sqrt(s));
-}
-
-/*
- * --gen neardup: unit vectors in random directions; every 20th (5%) is the
- * one before plus a random step of length up to 0.15, normalised: a cosine
- * distance below about 0.012, the planted pairs of a near-duplicate search.
- */
-static void
-near_duplicates(float *pts, int64_t n, int d)
-{
-	for (int64_t i = 0; i < n; i++)
-	{
-		float	   *row = pts + i * d;
-
-		if (i % 20 == 19)
-		{
-			double		step = 0.15 * next_unit();
-
-			for (int k = 0; k < d; k++)
-				row[k] = (float) next_gauss();
-			normalise(row, d);
-			for (int k = 0; k < d; k++)
-				row[k] = (float) (row[k - d] + step * row[k]);
-		}
-		else
-			for (int k = 0; k < d; k++)
-				row[k] = (float) next_gauss();
-		normalise(row, d);
-	}
-}
-
-static float *
-load_points(const Options *o, int64_t *n_out)
-{
-	int64_t		n = o->n;
-	float	   *pts;
-
-	if (o->d < 1)
-		die("--d is required");
-	if (o->file)
-	{
-		FILE	   *f = fopen(o->file, "rb");
-		long		bytes;
-
-		if (f == NULL)
-			die("cannot open --file");
-		fseek(f, 0, SEEK_END);
-		bytes = ftell(f);
-		fseek(f, 0, SEEK_SET);
-		if (n <= 0 || n > bytes / (4L * o->d))
-			n = bytes / (4L * o->d);
-		pts = malloc(sizeof(float) * n * o->d);
-		if (pts == NULL || fread(pts, sizeof(float) * o->d, n, f) != (size_t) n)
-			die("cannot read --file");
-		fclose(f);
-	}
-	else
-	{
-		if (n <= 0)
-			die("--n is required with --gen");
-		pts = malloc(sizeof(float) * n * o->d);
-		if (pts == NULL)
-			die("out of memory");
-		rng_state = o->seed;
-		if (strcmp(o->gen, "cluster") == 0)
-		{
-			int64_t		nc = n / 128 > 0 ? n / 128 : 1;
-			float	   *centre = malloc(sizeof(float) * nc * o->d);
-
-			if (centre == NULL)
-				die("out of memory");
-			for (int64_t i = 0; i < nc * o->d; i++)
-				centre[i] = (float) next_unit();
-			for (int64_t i = 0; i < n; i++)
-			{
-				const float *c = centre + (int64_t) (next_unit() * nc) * o->d;
-
-				for (int j = 0; j < o->d; j++)
-					pts[i * o->d + j] = (float) (c[j] + 0.02 * sqrt(-2 * log(1.0 - next_unit())) *
-												 cos(2 * M_PI * next_unit()));
-			}
-			free(centre);
-		}
-		else if (strcmp(o->gen, "neardup") == 0)
-			near_duplicates(pts, n, o->d);
-		else
-			for (int64_t i = 0; i < n * o->d; i++)
-			{
-				double		u = next_unit();
-
-				if (strcmp(o->gen, "expo") == 0)
-					pts[i] = (float) (-log(1.0 - u) / 40.0);
-				else if (strcmp(o->gen, "gauss") == 0)
-					pts[i] = (float) (sqrt(-2 * log(1.0 - u)) * cos(2 * M_PI * next_unit()));
-				else
-					pts[i] = (float) u;
-			}
-	}
-	*n_out = n;
-	return pts;
-}
-
-static double
-sqdist(const float *a, const float *b, int d)
-{
-	double		s = 0;
-
-	for (int k = 0; k < d; k++)
-	{
-		double		t = (double) a[k] - (double) b[k];
-
-		s += t * t;
-	}
-	return s;
 }
 
 static int
@@ -288,147 +144,6 @@ static int
 cmp_run_wall(const void *x, const void *y)
 {
 	return cmp_double(&((const Run *) x)->wall, &((const Run *) y)->wall);
-}
-
-/*
- * Rearrange a[0 .. len-1] so that a[k] is the k-th smallest (0-based) and
- * nothing before it is larger (Hoare's selection, expected linear time).
- */
-static void
-select_kth(double *a, int64_t len, int64_t k)
-{
-	int64_t		lo = 0,
-				hi = len - 1;
-
-	while (hi > lo)
-	{
-		double		x = a[lo],
-					y = a[lo + (hi - lo) / 2],
-					z = a[hi];
-		double		pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
-		int64_t		i = lo,
-					j = hi;
-
-		while (i <= j)
-		{
-			while (a[i] < pivot)
-				i++;
-			while (a[j] > pivot)
-				j--;
-			if (i <= j)
-			{
-				double		t = a[i];
-
-				a[i++] = a[j];
-				a[j--] = t;
-			}
-		}
-		if (k <= j)
-			hi = j;
-		else if (k >= i)
-			lo = i;
-		else
-			return;
-	}
-}
-
-/* Sampling for eps: each thread takes every nthreads-th sample point. */
-typedef struct EpsWork
-{
-	const float *pts;
-	int64_t		n;
-	int			d;
-	const int64_t *queries;
-	int			m;
-	int64_t		keep;			/* distances kept per sample point */
-	double	   *pool;			/* m x keep */
-	int			first;
-	int			step;
-} EpsWork;
-
-static void *
-eps_worker(void *arg)
-{
-	EpsWork    *w = arg;
-	double	   *dist = malloc(sizeof(double) * w->n);
-
-	if (dist == NULL)
-		die("out of memory");
-	for (int s = w->first; s < w->m; s += w->step)
-	{
-		int64_t		q = w->queries[s],
-					len = 0;
-
-		for (int64_t i = 0; i < w->n; i++)
-			if (i != q)
-				dist[len++] = sqdist(w->pts + q * w->d, w->pts + i * w->d, w->d);
-		select_kth(dist, len, w->keep - 1);
-		memcpy(w->pool + (int64_t) s * w->keep, dist, sizeof(double) * w->keep);
-	}
-	free(dist);
-	return NULL;
-}
-
-/*
- * eps for about k neighbours per point on average, which is how the papers
- * state selectivity (a self-join then has about n k / 2 pairs).  The
- * distances from m sample points to all other points are pooled, and eps is
- * the (k m)-th smallest of them: the sample then has k neighbours per point.
- * A median of per-point k-th distances would miss the mean badly on skewed
- * data.  Each sample point keeps only its k m smallest distances, all that
- * the pool's k m smallest can draw on.  m shrinks with n d to bound the work.
- */
-static double
-eps_for_neighbours(const float *pts, int64_t n, int d, double k, int threads)
-{
-	double		budget = 3e9;	/* distance terms */
-	int			m = (int) fmin(200, fmax(32, budget / ((double) n * d)));
-	int64_t		target,
-				keep;
-	int64_t    *queries;
-	double	   *pool;
-	pthread_t  *tids;
-	EpsWork    *work;
-	double		eps,
-				t0 = tc_now();
-
-	if (n < 2)
-		return 0;
-	if (m > n)
-		m = (int) n;
-	target = llround(k * m);
-	if (target < 1)
-		target = 1;
-	keep = target < n - 1 ? target : n - 1;
-	if (target > keep * m)
-		target = keep * m;
-	queries = malloc(sizeof(int64_t) * m);
-	pool = malloc(sizeof(double) * keep * m);
-	tids = malloc(sizeof(pthread_t) * threads);
-	work = malloc(sizeof(EpsWork) * threads);
-	if (!queries || !pool || !tids || !work)
-		die("out of memory");
-	rng_state = 12345;
-	for (int s = 0; s < m; s++)
-		queries[s] = (int64_t) (next_u64() % (uint64_t) n);
-	for (int t = 0; t < threads; t++)
-	{
-		work[t] = (EpsWork) {.pts = pts, .n = n, .d = d, .queries = queries, .m = m,
-		.keep = keep, .pool = pool, .first = t, .step = threads};
-		if (pthread_create(&tids[t], NULL, eps_worker, &work[t]) != 0)
-			die("cannot start a thread");
-	}
-	for (int t = 0; t < threads; t++)
-		pthread_join(tids[t], NULL);
-	select_kth(pool, keep * m, target - 1);
-	eps = sqrt(pool[target - 1]);
-	fprintf(stderr, "tcbench: eps %.9g for %g neighbours per point (%d sample points, %.1f s)\n",
-			eps, k, m, tc_now() - t0);
-	free(queries);
-	free(pool);
-	free(tids);
-	free(work);
-	return eps;
 }
 
 typedef struct Counter
@@ -491,7 +206,7 @@ parse_args(int argc, char **argv, Options *o)
 			continue;
 		}
 		if (v == NULL)
-			die("missing value");
+			tcbench_die("missing value");
 		i++;
 		if (strcmp(a, "--file") == 0)
 			o->file = v;
@@ -501,6 +216,12 @@ parse_args(int argc, char **argv, Options *o)
 			o->write = v;
 		else if (strcmp(a, "--n") == 0)
 			o->n = atoll(v);
+		else if (strcmp(a, "--queries") == 0)
+		{
+			o->queries = atoll(v);
+			if (o->queries < 1)
+				tcbench_die("--queries takes a count, 1 or more");
+		}
 		else if (strcmp(a, "--d") == 0)
 			o->d = atoi(v);
 		else if (strcmp(a, "--seed") == 0)
@@ -530,14 +251,14 @@ parse_args(int argc, char **argv, Options *o)
 		{
 			o->gpu_memory_mb = atol(v);
 			if (o->gpu_memory_mb < 0)
-				die("--gpu-memory takes megabytes, 0 or more");
+				tcbench_die("--gpu-memory takes megabytes, 0 or more");
 		}
 		else if (strcmp(a, "--sink") == 0)
 		{
 			o->sink_sum = strcmp(v, "sum") == 0;
 			o->sink_fold = strcmp(v, "fold") == 0;
 			if (!o->sink_sum && !o->sink_fold && strcmp(v, "count") != 0)
-				die("--sink takes sum, count or fold");
+				tcbench_die("--sink takes sum, count or fold");
 		}
 		else if (strcmp(a, "--type") == 0)
 			o->type = strcmp(v, "f8") == 0 ? TC_FLOAT8 : TC_FLOAT4;
@@ -558,7 +279,7 @@ parse_args(int argc, char **argv, Options *o)
 				strcmp(v, "brute") == 0 ? TC_METHOD_BRUTE : TC_METHOD_AUTO;
 		}
 		else
-			die("unknown option");
+			tcbench_die("unknown option");
 	}
 	if (o->threads <= 0)
 		o->threads = tc_cpu_count();
@@ -576,6 +297,8 @@ static void
 report(const Options *o, int64_t n, double load_s, Run *runs, const char *status)
 {
 	const Run  *med = &runs[o->reps / 2];
+	double	   *joins = malloc(sizeof(double) * o->reps);
+	double		join_med;
 	const TcJoinStats *st = &med->stats;
 	const char *source = o->file ? o->file : o->gen;
 	const char *type = o->type == TC_FLOAT4 ? "f4" : "f8";
@@ -584,9 +307,16 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 	const char *tc = strcmp(status, "ok") != 0 ? o->tensor_cores :
 		st->tensor_cores ? "on" : "off";
 
+	if (joins == NULL)
+		tcbench_die("out of memory");
+	for (int r = 0; r < o->reps; r++)
+		joins[r] = runs[r].stats.join_seconds;
+	qsort(joins, o->reps, sizeof(double), cmp_double);
+	join_med = joins[o->reps / 2];
+	free(joins);
 	if (o->csv)
 		printf("%s,%s,%lld,%d,%.9g,%s,%s,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%llu,%llu,%d,"
-			   "%.6f,%.6f,%lld,%s,%s,%s,%s,%llu,%.17g,%.6f,%.6f\n",
+			   "%.6f,%.6f,%lld,%s,%s,%s,%s,%llu,%.17g,%.6f,%.6f,%lld,%.6f\n",
 			   source, type, (long long) n, o->d, o->eps, o->method_name, used, o->threads,
 			   st->grid_dims, med->wall, runs[0].wall, runs[o->reps - 1].wall,
 			   med->cpu, st->index_seconds,
@@ -596,7 +326,7 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 			   o->exact ? "on" : "off", tc, status,
 			   (unsigned long long) st->rechecked, med->checksum,
 			   st->gpu_recheck_seconds > 0 ? st->gpu_kernel_seconds - st->gpu_recheck_seconds : 0.0,
-			   st->gpu_recheck_seconds);
+			   st->gpu_recheck_seconds, (long long) o->queries, join_med);
 	else if (strcmp(status, "ok") != 0)
 		printf("%-10s %-3s n=%-9lld d=%-4d eps=%-10.4g %s %-5s exact=%s tc=%s  %s\n",
 			   o->file ? "file" : o->gen, type, (long long) n, o->d, o->eps, device,
@@ -612,6 +342,10 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 			   (unsigned long long) st->rechecked,
 			   (unsigned long long) med->pairs,
 			   med->pairs / med->wall / 1e6);
+	if (strcmp(status, "ok") == 0 && !o->csv && o->queries > 0)
+		printf("  two sets: %lld queries against the n corpus points, %.2f pairs a query; "
+			   "join phase median %.3f s\n",
+			   (long long) o->queries, (double) med->pairs / (double) o->queries, join_med);
 	if (strcmp(status, "ok") == 0 && !o->csv && o->metric != TC_METRIC_EUCLIDEAN)
 		printf("  metric %s, filter %s\n", st->metric ? st->metric : "-", st->filter ? st->filter : "-");
 	if (strcmp(status, "ok") == 0 && !o->csv && st->gpu_batches > 0)
@@ -621,8 +355,11 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 			   st->gpu_drain_seconds, st->join_seconds);
 	if (strcmp(status, "ok") == 0 && !o->csv && st->method && strcmp(st->method, "brute") == 0)
 	{
-		/* The papers' count: 2 n^2 d, whether or not symmetry halves it. */
-		double		flops = 2.0 * (double) n * (double) n * o->d;
+		/*
+		 * The papers' count: 2 n^2 d, whether or not symmetry halves it; 2 m
+		 * n d for m queries, a GEMM's.
+		 */
+		double		flops = 2.0 * (double) (o->queries > 0 ? o->queries : n) * (double) n * o->d;
 
 		printf("  brute force: %.1f TFLOP/s end to end, %.1f TFLOP/s in the join phase, "
 			   "%.4f%% of candidates rechecked, %llu of %llu tile pairs kept by pruning\n",
@@ -654,16 +391,35 @@ join_params(const Options *o, double eps)
 	.gpu_memory_limit = (size_t) o->gpu_memory_mb << 20, .overrides = o->overrides};
 }
 
+/*
+ * The run's join at eps: the corpus (data's first n rows) with itself, or
+ * the queries (the rows after them) against it.  sets holds the point sets,
+ * which must outlive the join.
+ */
+static TcJoin *
+create_join(const Options *o, const void *data, int64_t n, double eps, TcPoints sets[2],
+			TcError *err)
+{
+	size_t		elem = o->type == TC_FLOAT4 ? sizeof(float) : sizeof(double);
+	TcJoinParams params = join_params(o, eps);
+
+	sets[0] = (TcPoints) {.data = data, .n = n, .d = o->d, .type = o->type};
+	sets[1] = (TcPoints) {.data = (const char *) data + elem * n * o->d, .n = o->queries,
+	.d = o->d, .type = o->type};
+	if (o->queries > 0)
+		return tc_join_create(&sets[1], &sets[0], &params, err);
+	return tc_join_create(&sets[0], NULL, &params, err);
+}
+
 /* The pairs of one whole join at eps (this run's settings); -1: no GPU. */
 static int64_t
 join_count(const Options *o, void *data, int64_t n, double eps)
 {
-	TcPoints	p = {.data = data, .n = n, .d = o->d, .type = o->type};
-	TcJoinParams params = join_params(o, eps);
+	TcPoints	sets[2];
 	Counter		counter = {0};
 	TcSink		sink = {.emit = count_pairs, .poll = NULL, .arg = &counter};
 	TcError		err;
-	TcJoin	   *join = tc_join_create(&p, NULL, &params, &err);
+	TcJoin	   *join = create_join(o, data, n, eps, sets, &err);
 	TcStatus	st = join ? tc_join_run(join, &sink, &err) : err.status;
 
 	tc_join_destroy(join);
@@ -678,7 +434,8 @@ join_count(const Options *o, void *data, int64_t n, double eps)
 }
 
 /*
- * --calibrate: eps such that the join returns n k / 2 pairs, within 2%.
+ * --calibrate: eps such that the join returns n k / 2 pairs (m k with m
+ * queries), within 2%.
  * Pairs grow as a power of eps (steeply where distances concentrate), so
  * the steps are secants in log-log space, kept inside the bracket found so
  * far (a geometric bisection where a secant would leave it); at most 12
@@ -687,7 +444,8 @@ join_count(const Options *o, void *data, int64_t n, double eps)
 static double
 calibrate_eps(const Options *o, void *data, int64_t n, double eps)
 {
-	double		target = (double) n * o->neighbours / 2,
+	double		target = o->queries > 0 ? (double) o->queries * o->neighbours :
+		(double) n * o->neighbours / 2,
 				lo = 0,			/* the bracket: fewer pairs at lo, more at hi */
 				hi = 0,
 				prev_e = 0, prev_c = 0,
@@ -746,35 +504,43 @@ main(int argc, char **argv)
 	Options		o = {.gen = "uniform", .seed = 1, .eps = NAN, .method = TC_METHOD_AUTO,
 		.method_name = "auto", .threads = 0, .type = TC_FLOAT4, .device = TC_DEVICE_CPU,
 	.exact = true, .tensor_cores = "-", .tc = TC_TENSOR_AUTO, .sink_sum = true, .reps = 3};
-	int64_t		n;
+	int64_t		n,
+				rows;			/* the corpus's and the queries' */
 	float	   *pts;
 	void	   *data;
 	double		load_s;
 	Run		   *runs;
 	Counter		counter = {0};
+	DataSpec	spec;
 
 	parse_args(argc, argv, &o);
+	spec = (DataSpec) {.file = o.file, .gen = o.gen, .n = o.n, .queries = o.queries, .d = o.d,
+	.seed = o.seed};
 
 	load_s = tc_now();
-	pts = load_points(&o, &n);
+	pts = tcbench_load(&spec, &n);
 	load_s = tc_now() - load_s;
+	rows = n + o.queries;
 	if (o.write)
 	{
 		FILE	   *f = fopen(o.write, "wb");
 
-		if (f == NULL || fwrite(pts, sizeof(float) * o.d, n, f) != (size_t) n || fclose(f) != 0)
-			die("cannot write --write");
+		if (f == NULL || fwrite(pts, sizeof(float) * o.d, rows, f) != (size_t) rows || fclose(f) != 0)
+			tcbench_die("cannot write --write");
 		return 0;
 	}
 	if (isnan(o.eps) && o.neighbours > 0)
-		o.eps = eps_for_neighbours(pts, n, o.d, o.neighbours, o.threads);
+		o.eps = tcbench_eps_for_neighbours(pts, n, o.queries > 0 ? pts + n * o.d : NULL,
+										   o.queries, o.d, o.neighbours, o.threads);
 	if (isnan(o.eps))
-		die("--eps or --neighbours is required");
+		tcbench_die("--eps or --neighbours is required");
 	if (o.type == TC_FLOAT8)
 	{
-		double	   *p8 = malloc(sizeof(double) * n * o.d);
+		double	   *p8 = malloc(sizeof(double) * rows * o.d);
 
-		for (int64_t i = 0; i < n * o.d; i++)
+		if (p8 == NULL)
+			tcbench_die("out of memory");
+		for (int64_t i = 0; i < rows * o.d; i++)
 			p8[i] = pts[i];
 		data = p8;
 	}
@@ -791,9 +557,8 @@ main(int argc, char **argv)
 	runs = calloc(o.reps, sizeof(Run));
 	for (int r = 0; r < o.reps; r++)
 	{
-		TcPoints	p = {.data = data, .n = n, .d = o.d, .type = o.type};
-		TcJoinParams params = join_params(&o, o.eps);
-		TcDeviceFold fold = {.kind = TC_FOLD_COUNT, .n = n};
+		TcPoints	sets[2];
+		TcDeviceFold fold = {.kind = TC_FOLD_COUNT, .n = o.queries > 0 ? o.queries : n};
 		TcSink		sink = {.emit = o.sink_sum ? sum_pairs : count_pairs, .poll = NULL,
 		.arg = &counter, .fold = o.sink_fold ? &fold : NULL};
 		TcError		err;
@@ -804,7 +569,7 @@ main(int argc, char **argv)
 
 		counter.pairs = 0;
 		counter.checksum = 0;
-		join = tc_join_create(&p, NULL, &params, &err);
+		join = create_join(&o, data, n, o.eps, sets, &err);
 		if (join == NULL || (st = tc_join_run(join, &sink, &err)) != TC_OK)
 		{
 			if (join == NULL)
