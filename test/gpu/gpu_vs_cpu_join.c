@@ -404,8 +404,9 @@ join_compare(const TcPoints *a, const TcPoints *b, const JoinCase *jc)
 
 /*
  * The grid: d = 2, 3, 5 and 8, uniform and clustered (half the points in
- * Gaussian clusters, make_clusters), a and b two parts of one pool so that clusters
- * span both; method grid (the GPU grid must run) and auto (its choice).
+ * Gaussian clusters, make_clusters), a and b two parts of one pool so that
+ * clusters span both; method grid (the GPU grid must run) and auto (its
+ * choice).
  */
 static void
 grid_cases(bool quick)
