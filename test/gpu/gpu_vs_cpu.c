@@ -5,8 +5,8 @@
  *		Plus the GPU's failure modes: cancel, a memory limit too small, and
  *		a result buffer far smaller than the result.
  *
- *	gpu_vs_cpu [--quick] [--brute-only [--tc-only]] [--seed S] [--seconds T]
- *			   [--override TEXT]
+ *	gpu_vs_cpu [--quick] [--brute-only [--tc-only]] [--graph-only] [--join-only]
+ *			   [--seed S] [--seconds T] [--override TEXT]
  *
  * The failure modes run first; then the matrix, until T seconds (default
  * no limit) have passed, so that a time-boxed run still ends with its
@@ -15,8 +15,9 @@
  * the matrix's GPU runs with tensor cores off (for the passes that vary
  * the tensor-core path only, which then reach the higher dimensions in the
  * same time).  The cosine and inner-product cases (FP16 brute force, the
- * only GPU path of those metrics) run in both.  --override's developer
- * overrides apply to every join.
+ * only GPU path of those metrics) run in both.  --graph-only runs the graph
+ * answers alone, --join-only the two-set joins (a against b) alone.
+ * --override's developer overrides apply to every join.
  *
  * Ends with "N passed, N failed".  Needs a GPU; with none it says so and
  * fails.
@@ -89,7 +90,8 @@ collect(void *arg, const TcPair *p, size_t count)
 	{
 		TcPair		q = p[i];
 
-		if (q.a > q.b)
+		/* a self-join's pair comes in either order; a two-set join's is (a, b) */
+		if (!c->two_set && q.a > q.b)
 		{
 			int64_t		t = q.a;
 
@@ -109,7 +111,8 @@ poll_cb(void *arg)
 
 	c->polls++;
 	if ((c->stop_after_polls > 0 && c->polls >= c->stop_after_polls) ||
-		(c->stop_at > 0 && tc_now() >= c->stop_at))
+		(c->stop_at > 0 && tc_now() >= c->stop_at) ||
+		(c->stop_after_pairs > 0 && c->n >= c->stop_after_pairs))
 	{
 		if (c->stopped_at == 0)
 			c->stopped_at = tc_now();
@@ -137,6 +140,13 @@ TcOverrides g_overrides;
 TcStatus
 run(const TcPoints *p, TcJoinParams params, Collect *c, TcJoinStats *stats, TcError *err)
 {
+	return run_join(p, NULL, params, c, stats, err);
+}
+
+TcStatus
+run_join(const TcPoints *a, const TcPoints *b, TcJoinParams params, Collect *c,
+		 TcJoinStats *stats, TcError *err)
+{
 	TcSink		sink = {collect, poll_cb, c, 0, NULL, NULL};
 	TcOverrides ov = g_overrides;
 	TcJoin	   *j;
@@ -148,7 +158,8 @@ run(const TcPoints *p, TcJoinParams params, Collect *c, TcJoinStats *stats, TcEr
 	if (params.overrides.batch_rate > 0)
 		ov.batch_rate = params.overrides.batch_rate;
 	params.overrides = ov;
-	j = tc_join_create(p, NULL, &params, err);
+	c->two_set = b != NULL;
+	j = tc_join_create(a, b, &params, err);
 
 	if (j == NULL)
 		return err->status;
@@ -582,6 +593,7 @@ main(int argc, char **argv)
 	bool		quick = false;
 	bool		brute_only = false;	/* the brute-force and approximate cases alone */
 	bool		graph_only = false; /* the graph answers alone */
+	bool		join_only = false;	/* the two-set joins alone */
 	double		seconds = 0;
 	double		start;
 	uint64_t	seed = (uint64_t) time(NULL);
@@ -599,6 +611,8 @@ main(int argc, char **argv)
 			tc_only = true;
 		else if (strcmp(argv[i], "--graph-only") == 0)
 			graph_only = true;
+		else if (strcmp(argv[i], "--join-only") == 0)
+			join_only = true;
 		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
 			seconds = atof(argv[++i]);
 		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
@@ -627,6 +641,11 @@ main(int argc, char **argv)
 		graph_cases(quick);
 		goto out;
 	}
+	if (join_only)
+	{
+		join_cases(quick);
+		goto out;
+	}
 	if (brute_only)
 	{
 		small_buffer(false);
@@ -653,6 +672,7 @@ main(int argc, char **argv)
 	limit_too_small();
 	auto_cases();
 	graph_cases(quick);
+	join_cases(quick);
 
 	start = tc_now();
 	dot_matrix(quick, seconds / 4, start);

@@ -2,8 +2,8 @@
  * gpu_vs_cpu.h
  *		What the GPU-against-CPU program's files share: the run's random
  *		numbers, a join into a collecting sink, the report of a case, the
- *		comparison of two joins' pairs, and the cosine and inner-product
- *		cases (gpu_vs_cpu_dot.c).
+ *		comparison of two joins' pairs, the cosine and inner-product cases
+ *		(gpu_vs_cpu_dot.c) and the two-set joins (gpu_vs_cpu_join.c).
  */
 #ifndef TCJOIN_GPU_VS_CPU_H
 #define TCJOIN_GPU_VS_CPU_H
@@ -25,6 +25,8 @@ typedef struct Collect
 	int			stop_after_polls;	/* > 0: poll asks to stop */
 	double		stop_at;		/* > 0: poll asks to stop from this time on */
 	double		stopped_at;		/* when it first asked */
+	size_t		stop_after_pairs;	/* > 0: poll asks to stop once this many came */
+	bool		two_set;		/* set by run_join: pairs kept as (a, b), not swapped */
 } Collect;
 
 extern uint64_t next_u64(void);
@@ -33,6 +35,9 @@ extern int	cmp_pair(const void *x, const void *y);
 /* One self-join of p into c, with the run's --override. */
 extern TcStatus run(const TcPoints *p, TcJoinParams params, Collect *c, TcJoinStats *stats,
 					TcError *err);
+/* The same for a join of a with b (b NULL: a self-join) */
+extern TcStatus run_join(const TcPoints *a, const TcPoints *b, TcJoinParams params, Collect *c,
+						 TcJoinStats *stats, TcError *err);
 /* A case's line, counted as passed or failed. */
 extern void report(int ok, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 /* The same pairs with the same dists, bit for bit (both may be sorted). */
@@ -62,6 +67,9 @@ extern void small_buffer(bool with_grid);
 
 /* gpu_vs_cpu_graph.c: counts, degrees, components and DBSCAN folded on the device */
 extern void graph_cases(bool quick);
+
+/* gpu_vs_cpu_join.c: two-set joins (a against b) */
+extern void join_cases(bool quick);
 
 /* gpu_vs_cpu_dot.c */
 extern void dot_matrix(bool quick, double seconds, double start);
