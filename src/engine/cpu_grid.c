@@ -152,8 +152,8 @@ radix_sort(TcJoin *join, GridSet *s, bool caller, uint64_t *keys, int64_t *idx, 
 			   *id;
 	int64_t    *count;
 
-	s->tmp_keys2 = malloc(sizeof(uint64_t) * (n > 0 ? n : 1));
-	s->tmp_idx2 = malloc(sizeof(int64_t) * (n > 0 ? n : 1));
+	s->tmp_keys2 = tc_malloc_huge(sizeof(uint64_t) * (n > 0 ? n : 1));
+	s->tmp_idx2 = tc_malloc_huge(sizeof(int64_t) * (n + 1));
 	count = malloc(sizeof(int64_t) * (RADIX_SIZE + 1));
 	if (s->tmp_keys2 == NULL || s->tmp_idx2 == NULL || count == NULL)
 	{
@@ -215,10 +215,7 @@ radix_sort(TcJoin *join, GridSet *s, bool caller, uint64_t *keys, int64_t *idx, 
 		memcpy(keys, ks, sizeof(uint64_t) * n);
 		memcpy(idx, is, sizeof(int64_t) * n);
 	}
-	free(s->tmp_keys2);
-	free(s->tmp_idx2);
-	s->tmp_keys2 = NULL;
-	s->tmp_idx2 = NULL;
+	/* tmp_keys2 and tmp_idx2 stay: the cells' arrays reuse their pages */
 	return TC_OK;
 }
 
@@ -267,9 +264,9 @@ build_set(TcJoin *join, const Grid *g, const TcPoints *p, GridSet *s, bool calle
 	const int64_t copy_rows = tc_check_rows(p->d);
 
 	s->n = n;
-	s->perm = malloc(sizeof(int64_t) * (n > 0 ? n : 1));
-	s->pts = malloc(rowbytes * (n > 0 ? n : 1));
-	keys = s->tmp_keys = malloc(sizeof(uint64_t) * (n > 0 ? n : 1));
+	s->perm = tc_malloc_huge(sizeof(int64_t) * (n > 0 ? n : 1));
+	s->pts = tc_malloc_huge(rowbytes * (n > 0 ? n : 1));
+	keys = s->tmp_keys = tc_malloc_huge(sizeof(uint64_t) * (n > 0 ? n : 1));
 	if (keys == NULL || s->perm == NULL || s->pts == NULL)
 		return TC_ERR_NOMEM;
 
@@ -297,10 +294,20 @@ build_set(TcJoin *join, const Grid *g, const TcPoints *p, GridSet *s, bool calle
 			nc++;
 	}
 	s->ncells = nc;
-	s->cell_key = malloc(sizeof(uint64_t) * (nc > 0 ? nc : 1));
-	s->cell_start = malloc(sizeof(int64_t) * (nc + 1));
-	if (s->cell_key == NULL || s->cell_start == NULL)
+
+	/*
+	 * The cells' arrays in the sort's scratch (n and n + 1 entries, its
+	 * pages present already: fresh ones cost more to fault than to fill),
+	 * cut to size after.
+	 */
+	if (n == 0 && (s->tmp_keys2 = malloc(sizeof(uint64_t))) == NULL)
 		return TC_ERR_NOMEM;
+	if (n == 0 && (s->tmp_idx2 = malloc(sizeof(int64_t))) == NULL)
+		return TC_ERR_NOMEM;
+	s->cell_key = s->tmp_keys2;
+	s->cell_start = s->tmp_idx2;
+	s->tmp_keys2 = NULL;
+	s->tmp_idx2 = NULL;
 	nc = 0;
 	for (int64_t i0 = 0; i0 < n; i0 += copy_rows)
 	{
@@ -320,6 +327,16 @@ build_set(TcJoin *join, const Grid *g, const TcPoints *p, GridSet *s, bool calle
 	s->cell_start[nc] = n;
 	free(s->tmp_keys);
 	s->tmp_keys = NULL;
+	{
+		/* shrinking keeps the contents; where it cannot, the larger arrays serve */
+		uint64_t   *ck = realloc(s->cell_key, sizeof(uint64_t) * (nc > 0 ? nc : 1));
+		int64_t    *cs = realloc(s->cell_start, sizeof(int64_t) * (nc + 1));
+
+		if (ck != NULL)
+			s->cell_key = ck;
+		if (cs != NULL)
+			s->cell_start = cs;
+	}
 	return TC_OK;
 }
 
@@ -345,7 +362,8 @@ build_two_sets(TcJoin *join, Grid *g)
 
 	g->join = join;
 	atomic_init(&g->b_done, false);
-	g->b_started = tc_start_thread(&g->b_thread, build_b_main, g);
+	/* a second thread only where the join may take one (tcjoin.cpu_threads) */
+	g->b_started = join->params.threads > 1 && tc_start_thread(&g->b_thread, build_b_main, g);
 	if (!g->b_started)
 	{
 		if ((st = build_set(join, g, &join->a, &g->a, true)) != TC_OK)

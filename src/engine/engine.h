@@ -387,6 +387,12 @@ typedef struct TcPrefault TcPrefault;
 extern TcPrefault *tc_prefault_start(void *buf, size_t bytes, int threads);
 extern void tc_prefault_stop(TcPrefault *pf);
 
+/*
+ * malloc for a large buffer filled at once, its whole 2 MB pages marked
+ * for transparent huge pages (prefault.c); free with free().
+ */
+extern void *tc_malloc_huge(size_t bytes);
+
 /* The most GPUs tc_device_list reports. */
 #define TC_MAX_DEVICES 16
 
