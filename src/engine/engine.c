@@ -211,56 +211,11 @@ tc_poll(TcJoin *join)
 	return !tc_should_stop(join);
 }
 
-/*
- * FP16 brute force of two sets of one element type: where one is float4
- * and the other float8, the float4 one widened (exactly) into gpu_wide,
- * freed with the join.  *a2, *b2: the sets to join.
- */
-static TcStatus
-brute_sets(TcJoin *join, TcPoints *a2, TcPoints *b2, TcError *err)
-{
-	TcPoints   *narrow;
-	size_t		count;
-
-	*a2 = join->a;
-	*b2 = join->b;
-	if (join->self || join->a.type == join->b.type)
-		return TC_OK;
-	narrow = join->a.type == TC_FLOAT4 ? a2 : b2;
-	count = (size_t) narrow->n * (size_t) narrow->d;
-	if (join->gpu_wide != NULL)	/* a try after the GPU's memory was full: widened already */
-	{
-		narrow->data = join->gpu_wide;
-		narrow->type = TC_FLOAT8;
-		return TC_OK;
-	}
-	if ((join->gpu_wide = malloc(sizeof(double) * (count > 0 ? count : 1))) == NULL)
-	{
-		tc_set_error(err, TC_ERR_NOMEM, "out of memory widening a float4 set to float8 for the GPU");
-		return TC_ERR_NOMEM;
-	}
-	for (size_t i = 0; i < count; i++)
-	{
-		join->gpu_wide[i] = (double) ((const float *) narrow->data)[i];
-		if (i % (1 << 22) == 0 && !tc_poll(join))
-			return TC_STOPPED;
-	}
-	narrow->data = join->gpu_wide;
-	narrow->type = TC_FLOAT8;
-	return TC_OK;
-}
-
-/* FP16 brute force on the GPU, of one set or two. */
+/* FP16 brute force on the GPU, of one set or two (of one element type: tc_join_create). */
 static TcStatus
 run_gpu_brute(TcJoin *join, const TcJoinParams *params, TcError *err)
 {
-	TcPoints	a2,
-				b2;
-	TcStatus	st;
-
-	if ((st = brute_sets(join, &a2, &b2, err)) != TC_OK)
-		return st;
-	return tc_gpu_brute_join(&join->gpu, &a2, join->self ? NULL : &b2, params, join->thr,
+	return tc_gpu_brute_join(&join->gpu, &join->a, join->self ? NULL : &join->b, params, join->thr,
 							 join->sink, &join->stats, err);
 }
 
@@ -849,7 +804,6 @@ tc_join_destroy(TcJoin *join)
 	request_stop(join);
 	join_workers(join);
 	tc_gpu_join_free(join->gpu);
-	free(join->gpu_wide);
 	tc_cosine_grid_free(join);
 	if (join->backend && join->backend->free_state)
 		join->backend->free_state(join);

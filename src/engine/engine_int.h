@@ -63,7 +63,6 @@ struct TcJoin
 
 	const TcSink *sink;			/* set by tc_join_run */
 	struct TcGpuJoin *gpu;		/* a GPU join's resources, if it ran there */
-	double	   *gpu_wide;		/* a float4 set widened for FP16 brute force beside float8 */
 	struct CosineGrid *cosine_grid; /* cosine through a grid (cosine_grid.c) */
 	const TcBackend *backend;
 	void	   *state;
