@@ -7,15 +7,14 @@
  * The points are uploaded, indexed into cells and cut into work items on
  * the device (index.cu); of two sets, the larger is indexed and the
  * other's cells give the work items.  They are joined by the kernels of
- * kernels.cu in
- * batches (batches.h).  Results go to a bounded device buffer as TcPair
- * records with the caller's indices, so the host hands them to the sink as
- * they are.  Batches are ranges of items whose bounds, scaled by the hit
- * rate seen so far, fit the buffer; a batch that overflows anyway is
- * dropped and rerun smaller, so no pair is ever lost, and no single item
- * can overflow (its bound is at most half the buffer).  Two streams
- * alternate: while one batch computes, the previous one is copied to
- * pinned memory and handed to the sink.
+ * kernels.cu in batches (batches.h).  Results go to a bounded device
+ * buffer as TcPair records with the caller's indices, so the host hands
+ * them to the sink as they are.  Batches are ranges of items whose
+ * bounds, scaled by the hit rate seen so far, fit the buffer; a batch that
+ * overflows anyway is dropped and rerun smaller, so no pair is ever lost,
+ * and no single item can overflow (its bound is at most half the buffer).
+ * Two streams alternate: while one batch computes, the previous one is
+ * copied to pinned memory and handed to the sink.
  */
 #include <cuda_runtime.h>
 
