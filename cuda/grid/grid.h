@@ -9,6 +9,10 @@
  * side.  Each file compiles on its own, without relocatable device code:
  * the neighbour rows live in kernels.cu's constant memory, so no kernel
  * elsewhere may walk them.
+ *
+ * A join of two sets indexes the larger one (the index fields) and takes
+ * its work items from the other (the query fields), indexed the same way;
+ * in a self-join the query fields repeat the index.
  */
 #ifndef TCJOIN_GRID_H
 #define TCJOIN_GRID_H
@@ -17,7 +21,7 @@
 
 #define BLOCK_THREADS 256
 #define WARPS_PER_BLOCK (BLOCK_THREADS / WARP)
-#define MAX_OFFS ((TC_GRID_MAX_ROWS - 1) / 2)	/* positive rows, k = 6 */
+#define MAX_OFFS TC_GRID_MAX_ROWS	/* every row, k = 6: a two-set join walks them all */
 
 struct GridDev
 {
@@ -33,6 +37,20 @@ struct GridDev
 	/* Tensor-core filter: margin factor and absolute term (kernels.cu). */
 	double		tc_rel;
 	double		tc_abs;
+
+	/*
+	 * The queries: the points of the work items, in cell order, and their
+	 * cells.  two: they are the other set, which meets every neighbour row
+	 * of the index; a_indexed: the index is a, so a pair is written as
+	 * (index point, query).
+	 */
+	bool		two;
+	bool		a_indexed;
+	const double *qpts;
+	const unsigned int *qperm;
+	const unsigned long long *qcell_key;
+	const unsigned int *qcell_start;
+	unsigned int qncells;
 };
 
 struct BatchDev
@@ -73,9 +91,10 @@ extern TcStatus grid_bound_totals(TcGpuJoin *g, unsigned long long *per_query,
 								  unsigned long long *total_bound, TcError *err);
 
 /*
- * Queries per item in each cell (nq), so that no item's bound exceeds
- * max_bound, and each cell's first item (item_off); *nitems: how many
- * items in all.  Waits.
+ * Queries per item in each query cell (nq), so that no item's bound
+ * exceeds max_bound, and each cell's first item (item_off); *nitems: how
+ * many items in all (a two-set join gives none to a cell with no
+ * candidates).  Waits.
  */
 extern TcStatus grid_count_items(TcGpuJoin *g, const GridDev &gd, unsigned long long max_bound,
 								 const unsigned long long *per_query, unsigned int *nq,
@@ -95,13 +114,18 @@ extern TcStatus grid_sort_items(TcGpuJoin *g, const GridDev &gd, const unsigned 
 
 /* ---------- kernels.cu ---------- */
 
-/* The plan's positive neighbour rows into constant memory; *noffs: how many. */
-extern TcStatus grid_set_rows(const TcGridPlan *plan, int *noffs, TcError *err);
+/*
+ * The plan's neighbour rows into constant memory: the positive ones for a
+ * self-join (positive_only), all of them for two sets; *noffs: how many.
+ */
+extern TcStatus grid_set_rows(const TcGridPlan *plan, bool positive_only, int *noffs,
+							  TcError *err);
 
 /*
- * For each cell: the candidates of its later neighbour cells (nbr), the
- * most candidates of one of its queries (per_query), and the bound on its
- * pairs (cell_bound).
+ * For each query cell: the candidates of the neighbour cells it walks
+ * (nbr: a self-join's later ones, every one for two sets), the most
+ * candidates of one of its queries (per_query), and the bound on its pairs
+ * (cell_bound).
  */
 extern TcStatus grid_cell_bounds(const GridDev &gd, unsigned long long *nbr,
 								 unsigned long long *per_query,

@@ -1,18 +1,20 @@
 /*
  * grid_join.cu
- *		Exact epsilon-grid self-join on the GPU, FP64 on CUDA cores or
- *		filtered on FP64 tensor cores: the host side.
+ *		Exact epsilon-grid join on the GPU, of one set with itself or of
+ *		two sets, FP64 on CUDA cores or filtered on FP64 tensor cores: the
+ *		host side.
  *
  * The points are uploaded, indexed into cells and cut into work items on
- * the device (index.cu), then joined by the kernels of kernels.cu in
- * batches (batches.h).  Results go to a bounded device buffer as TcPair
- * records with the caller's indices, so the host hands them to the sink as
- * they are.  Batches are ranges of items whose bounds, scaled by the hit
- * rate seen so far, fit the buffer; a batch that overflows anyway is
- * dropped and rerun smaller, so no pair is ever lost, and no single item
- * can overflow (its bound is at most half the buffer).  Two streams
- * alternate: while one batch computes, the previous one is copied to
- * pinned memory and handed to the sink.
+ * the device (index.cu); of two sets, the larger is indexed and the
+ * other's cells give the work items.  They are joined by the kernels of
+ * kernels.cu in batches (batches.h).  Results go to a bounded device
+ * buffer as TcPair records with the caller's indices, so the host hands
+ * them to the sink as they are.  Batches are ranges of items whose
+ * bounds, scaled by the hit rate seen so far, fit the buffer; a batch that
+ * overflows anyway is dropped and rerun smaller, so no pair is ever lost,
+ * and no single item can overflow (its bound is at most half the buffer).
+ * Two streams alternate: while one batch computes, the previous one is
+ * copied to pinned memory and handed to the sink.
  */
 #include <cuda_runtime.h>
 
@@ -35,12 +37,13 @@ struct GridRun
 {
 	TcGpuJoin  *g;
 	const TcPoints *a;
+	const TcPoints *ix;			/* the indexed set: a, or of two the larger */
+	const TcPoints *qs;			/* the queries' set: a, or of two the other */
 	const TcJoinParams *params;
 	const TcSink *sink;
 	TcJoinStats *stats;
 	TcError    *err;
 	GridDev		gd;				/* the index, as the kernels see it */
-	unsigned int n;
 
 	/* Work items, sorted by bound, largest first. */
 	unsigned int nitems;
@@ -76,15 +79,42 @@ use_tensor_cores(const TcJoinParams *params, int d, int major)
 	return d >= 5;
 }
 
-/* The neighbour rows and the points uploaded, then the index. */
+/*
+ * One set uploaded in its own element type and indexed into gd's index
+ * fields; the permutation from its cell order to the caller's indices
+ * into *d_perm.
+ */
 static TcStatus
-build_grid(GridRun *r, const TcGridPlan *plan, double thr)
+index_set(GridRun *r, const TcPoints *set, GridDev *gd, unsigned int **d_perm)
 {
 	TcGpuJoin  *g = r->g;
 	TcError    *err = r->err;
-	GridDev    &gd = r->gd;
-	size_t		rowbytes = (size_t) r->a->d * (size_t) r->a->type;
+	size_t		bytes = (size_t) set->d * (size_t) set->type * (size_t) set->n;
 	void	   *d_raw;
+	TcStatus	st;
+
+	if ((st = dev_alloc(g, &d_raw, bytes, err)) != TC_OK)
+		return st;
+	if ((st = upload(g, d_raw, set->data, bytes, g->stream[0], r->sink, err)) != TC_OK)
+		return st;
+	if ((st = grid_build_index(g, set, gd, d_raw, d_perm, err)) != TC_OK)
+		return st;
+	if ((st = gpu_sync(g, g->stream[0], err)) != TC_OK)
+		return st;
+	dev_free(g, d_raw);
+	return TC_OK;
+}
+
+/*
+ * The neighbour rows (a self-join's positive ones, every one for two
+ * sets), then the index, and the queries: the index itself, or the other
+ * set indexed by the same plan.
+ */
+static TcStatus
+build_grid(GridRun *r, const TcGridPlan *plan, double thr)
+{
+	TcError    *err = r->err;
+	GridDev    &gd = r->gd;
 	unsigned int *d_perm;
 	TcStatus	st;
 
@@ -95,21 +125,34 @@ build_grid(GridRun *r, const TcGridPlan *plan, double thr)
 	/* the tensor-core filter's margin, as kernels.cu derives it */
 	gd.tc_rel = (double) (r->a->d + 8) * 0x1p-51;
 	gd.tc_abs = (double) (r->a->d + 8) * 0x1p-1018;
-	if ((st = grid_set_rows(plan, &gd.noffs, err)) != TC_OK)
+	gd.two = r->qs != r->ix;
+	gd.a_indexed = gd.two && r->ix == r->a;
+	if ((st = grid_set_rows(plan, !gd.two, &gd.noffs, err)) != TC_OK)
 		return st;
-	if ((st = dev_alloc(g, &d_raw, rowbytes * r->n, err)) != TC_OK)
+	if ((st = index_set(r, r->ix, &gd, &d_perm)) != TC_OK)
 		return st;
-	if ((st = upload(g, d_raw, r->a->data, rowbytes * r->n, g->stream[0], r->sink, err)) != TC_OK)
-		return st;
-	if ((st = grid_build_index(g, r->a, &gd, d_raw, &d_perm, err)) != TC_OK)
-		return st;
-	if ((st = gpu_sync(g, g->stream[0], err)) != TC_OK)
-		return st;
-	dev_free(g, d_raw);
 
 	/* The kernel writes the caller's indices, through the permutation. */
 	gd.perm = d_perm;
-	r->stats->cells = gd.ncells;
+	gd.qpts = gd.pts;
+	gd.qperm = gd.perm;
+	gd.qcell_key = gd.cell_key;
+	gd.qcell_start = gd.cell_start;
+	gd.qncells = gd.ncells;
+	if (gd.two)
+	{
+		GridDev		qd = gd;
+
+		if ((st = index_set(r, r->qs, &qd, &d_perm)) != TC_OK)
+			return st;
+		gd.qpts = qd.pts;
+		gd.qperm = d_perm;
+		gd.qcell_key = qd.cell_key;
+		gd.qcell_start = qd.cell_start;
+		gd.qncells = qd.ncells;
+	}
+	/* a's cells, as the CPU counts them */
+	r->stats->cells = gd.two && !gd.a_indexed ? gd.qncells : gd.ncells;
 	return TC_OK;
 }
 
@@ -124,7 +167,7 @@ choose_capacity(GridRun *r)
 {
 	TcGpuJoin  *g = r->g;
 	TcError    *err = r->err;
-	size_t		items_bytes = (size_t) r->n * (8 + 1 + 8 + 8 + 8 + 1) + (1 << 20);
+	size_t		items_bytes = (size_t) r->qs->n * (8 + 1 + 8 + 8 + 8 + 1) + (1 << 20);
 	size_t		per_pair = 2 * sizeof(PairDev);
 	unsigned long long floor_cap = std::max((unsigned long long) MIN_CAPACITY / 16, 2 * r->max_pq);
 	unsigned int capacity = DEFAULT_CAPACITY;
@@ -153,16 +196,17 @@ choose_capacity(GridRun *r)
 }
 
 /*
- * Work items: each cell's candidates bound its items' pairs, which size
- * the result buffers, which in turn cap an item's queries; then the items,
- * sorted by bound, and the bounds on the host, where batches are cut.
+ * Work items: each query cell's candidates bound its items' pairs, which
+ * size the result buffers, which in turn cap an item's queries; then the
+ * items, sorted by bound, and the bounds on the host, where batches are
+ * cut.  Two sets may leave no item at all (r->nitems 0).
  */
 static TcStatus
 build_items(GridRun *r)
 {
 	TcGpuJoin  *g = r->g;
 	TcError    *err = r->err;
-	unsigned int ncells = r->gd.ncells;
+	unsigned int ncells = r->gd.qncells;
 	cudaStream_t s0 = g->stream[0];
 	unsigned long long *d_nbr,
 			   *d_pq,
@@ -185,8 +229,11 @@ build_items(GridRun *r)
 	dev_free(g, d_cb);
 	if ((st = choose_capacity(r)) != TC_OK ||
 		(st = grid_count_items(g, r->gd, r->capacity / 2, d_pq, d_nq, d_nit, s0,
-							   &r->nitems, err)) != TC_OK ||
-		(st = grid_sort_items(g, r->gd, d_nbr, d_nq, d_nit, r->nitems, s0, &r->d_items,
+							   &r->nitems, err)) != TC_OK)
+		return st;
+	if (r->nitems == 0)
+		return TC_OK;
+	if ((st = grid_sort_items(g, r->gd, d_nbr, d_nq, d_nit, r->nitems, s0, &r->d_items,
 							  &r->d_item_nq, &d_bounds, err)) != TC_OK)
 		return st;
 	dev_free(g, d_nq);
@@ -335,29 +382,37 @@ tc_gpu_grid_join(TcGpuJoin **handle, const TcPoints *a, const TcPoints *b,
 	TcStatus	st;
 	double		t0 = tc_now();
 
-	if (b != NULL)
-	{
-		*handle = NULL;
-		err->status = TC_ERR_INTERNAL;
-		snprintf(err->message, sizeof(err->message), "the GPU grid join of two sets is not built yet");
-		return TC_ERR_INTERNAL;
-	}
+	/* two sets have no fold (the engine's promise) */
 	if ((st = gpu_join_begin(handle, a, params, sink, stats, err)) != TC_OK ||
-		(st = fold_begin(*handle, a->n, err)) != TC_OK)
+		(b == NULL && (st = fold_begin(*handle, a->n, err)) != TC_OK))
 		return st;
+	if (b != NULL && b->n >= (int64_t) INT32_MAX)
+	{
+		err->status = TC_ERR_INVALID;
+		snprintf(err->message, sizeof(err->message),
+				 "the GPU join takes at most %d points", INT32_MAX - 1);
+		return TC_ERR_INVALID;
+	}
 	memset(&r, 0, sizeof(r));
 	r.g = *handle;
 	r.a = a;
+	r.ix = r.qs = a;
+	if (b != NULL)
+	{
+		/* Index the larger set: fewer items, each meeting fuller cells. */
+		r.ix = a->n > b->n ? a : b;
+		r.qs = r.ix == a ? b : a;
+	}
 	r.params = params;
 	r.sink = sink;
 	r.stats = stats;
 	r.err = err;
-	r.n = (unsigned int) a->n;
 	stats->method = plan->k > 0 ? "grid" : "brute";
 	stats->grid_dims = plan->k;
 	for (int j = 0; j < plan->k; j++)
 		stats->grid_dim_ids[j] = plan->dims[j];
-	if (r.n < 2)
+	/* No pair: a self-join of fewer than two points, or an empty set. */
+	if (b == NULL ? a->n < 2 : (a->n == 0 || b->n == 0))
 	{
 		stats->index_seconds = tc_now() - t0;
 		return fold_end(r.g, err);
@@ -365,8 +420,15 @@ tc_gpu_grid_join(TcGpuJoin **handle, const TcPoints *a, const TcPoints *b,
 
 	/* Upload, the index, the work items, then the batches. */
 	if ((st = build_grid(&r, plan, thr)) != TC_OK ||
-		(st = build_items(&r)) != TC_OK ||
-		(st = alloc_results(&r)) != TC_OK)
+		(st = build_items(&r)) != TC_OK)
+		return st;
+	if (r.nitems == 0)
+	{
+		/* two sets, no query cell next to an indexed one */
+		stats->index_seconds = tc_now() - t0;
+		return fold_end(r.g, err);
+	}
+	if ((st = alloc_results(&r)) != TC_OK)
 		return st;
 	stats->index_seconds = tc_now() - t0;
 	if ((st = join_batches(&r)) != TC_OK)

@@ -6,9 +6,10 @@
  * the CPU), a radix sort of (key, point), the points gathered into cell
  * order as float8, non-empty cells by run-length encoding.
  *
- * Work items are up to 32 query points of one cell; each gets an upper
- * bound on its pairs (queries x candidates), and items are sorted by that
- * bound, largest first (sort by workload).  The candidates of each cell's
+ * Work items are up to 32 query points of one cell (of the query set,
+ * which is the index itself in a self-join); each gets an upper bound on
+ * its pairs (queries x candidates), and items are sorted by that bound,
+ * largest first (sort by workload).  The candidates of each cell's
  * neighbour cells come from kernels.cu, which holds the neighbour walk.
  */
 #include <cuda_runtime.h>
@@ -154,21 +155,25 @@ grid_build_index(TcGpuJoin *g, const TcPoints *a, GridDev *gd, const void *d_raw
 
 /* ---------- work items ---------- */
 
-/* Queries per item, so that no item's bound exceeds max_bound. */
+/*
+ * Queries per item, so that no item's bound exceeds max_bound.  A query
+ * cell of two sets without candidates gets no items: they would find
+ * nothing.
+ */
 __global__ void
 cell_items_kernel(GridDev g, unsigned long long max_bound, const unsigned long long *per_query,
 				  unsigned int *nq_out, unsigned int *nitems)
 {
 	unsigned int c = blockIdx.x * blockDim.x + threadIdx.x;
 
-	if (c >= g.ncells)
+	if (c >= g.qncells)
 		return;
-	unsigned int cnt = g.cell_start[c + 1] - g.cell_start[c];
+	unsigned int cnt = g.qcell_start[c + 1] - g.qcell_start[c];
 	unsigned long long nq = per_query[c] > 0 ? max_bound / per_query[c] : WARP;
 
 	nq = nq > WARP ? WARP : nq < 1 ? 1 : nq;
 	nq_out[c] = (unsigned int) nq;
-	nitems[c] = (cnt + (unsigned int) nq - 1) / (unsigned int) nq;
+	nitems[c] = g.two && per_query[c] == 0 ? 0 : (cnt + (unsigned int) nq - 1) / (unsigned int) nq;
 }
 
 __global__ void
@@ -178,20 +183,22 @@ fill_items_kernel(GridDev g, const unsigned long long *nbr, const unsigned int *
 {
 	unsigned int c = blockIdx.x * blockDim.x + threadIdx.x;
 
-	if (c >= g.ncells)
+	if (c >= g.qncells || (g.two && nbr[c] == 0))
 		return;
-	unsigned int cs = g.cell_start[c],
-				ce = g.cell_start[c + 1];
+	unsigned int cs = g.qcell_start[c],
+				ce = g.qcell_start[c + 1];
 	unsigned int nq = nq_in[c];
 	unsigned int out = item_off[c];
 
 	for (unsigned int q0 = cs; q0 < ce; q0 += nq, out++)
 	{
 		unsigned int m = min(nq, ce - q0);
+		/* a self-join's query also meets the rest of its own cell */
+		unsigned long long own = g.two ? 0 : ce - q0 - 1;
 
 		items[out] = ((unsigned long long) c << 32) | q0;
 		item_nq[out] = (unsigned char) m;
-		bounds[out] = (unsigned long long) m * ((ce - q0 - 1) + nbr[c]);
+		bounds[out] = (unsigned long long) m * (own + nbr[c]);
 	}
 }
 
@@ -225,7 +232,7 @@ grid_count_items(TcGpuJoin *g, const GridDev &gd, unsigned long long max_bound,
 				 const unsigned long long *per_query, unsigned int *nq, unsigned int *item_off,
 				 cudaStream_t s, unsigned int *nitems, TcError *err)
 {
-	unsigned int ncells = gd.ncells;
+	unsigned int ncells = gd.qncells;
 	unsigned int last_off = 0,
 				last_cnt = 0;
 	void	   *d_tmp;
@@ -255,7 +262,7 @@ grid_sort_items(TcGpuJoin *g, const GridDev &gd, const unsigned long long *nbr,
 				unsigned char **d_item_nq_out, unsigned long long **d_bounds_out,
 				TcError *err)
 {
-	unsigned int ncells = gd.ncells;
+	unsigned int ncells = gd.qncells;
 	unsigned long long *d_items,
 			   *d_items2,
 			   *d_bounds,

@@ -9,7 +9,9 @@
  * groups of lanes when it has fewer than 32, each group striding over the
  * candidates) and walk them: the rest of their own cell (j > q), the next
  * cell of the row, and the lexicographically positive neighbour rows, each
- * cell pair once.  The distance is the contract's:
+ * cell pair once.  In a join of two sets (TWO) the queries are the other
+ * set's and walk every neighbour row of the index, each row's key range
+ * from one cell before to one after.  The distance is the contract's:
  * __dsub_rn/__dmul_rn/__dadd_rn in index order, so no multiply-add is
  * contracted and every sum and dist equals the CPU's bit for bit; the sum
  * stops early once past thr, which cannot change an answer (partial sums
@@ -84,24 +86,17 @@ lower_bound_key(const unsigned long long *keys, unsigned int n, unsigned long lo
 }
 
 /*
- * Call f(p) for every cell p a cell c meets after itself: the next cell of
- * its row and the cells of the lexicographically positive neighbour rows,
- * so that each pair of adjacent cells is visited once.
+ * Call f(p) for every indexed cell p in the rows of constant memory around
+ * the cell of key (coordinates cc): in each row inside the grid, the keys
+ * from one cell before to one after, clipped at the grid's edges in the
+ * last dimension (there key - 1 or key + 1 is another row's cell).
  */
 template <typename F>
 __device__ __forceinline__ void
-for_each_later_neighbour(const GridDev &g, unsigned int c, F f)
+walk_rows(const GridDev &g, unsigned long long key, const long long (&cc)[TC_GRID_MAX_DIMS], F f)
 {
-	unsigned long long key = g.cell_key[c];
-	long long	cc[TC_GRID_MAX_DIMS];
 	const int	last = g.p.k - 1;
 
-	if (g.p.k == 0)
-		return;
-	for (int j = 0; j < g.p.k; j++)
-		cc[j] = (long long) ((key / g.p.stride[j]) % (unsigned long long) g.p.ncell[j]);
-	if (cc[last] + 1 < g.p.ncell[last] && c + 1 < g.ncells && g.cell_key[c + 1] == key + 1)
-		f(c + 1);
 	for (int o = 0; o < g.noffs; o++)
 	{
 		bool		inside = true;
@@ -124,18 +119,93 @@ for_each_later_neighbour(const GridDev &g, unsigned int c, F f)
 	}
 }
 
+/* The grid coordinates of a cell key. */
+__device__ __forceinline__ void
+cell_coords(const GridDev &g, unsigned long long key, long long (&cc)[TC_GRID_MAX_DIMS])
+{
+	for (int j = 0; j < g.p.k; j++)
+		cc[j] = (long long) ((key / g.p.stride[j]) % (unsigned long long) g.p.ncell[j]);
+}
+
+/*
+ * Call f(p) for every cell p a cell c meets after itself: the next cell of
+ * its row and the cells of the lexicographically positive neighbour rows,
+ * so that each pair of adjacent cells is visited once.
+ */
+template <typename F>
+__device__ __forceinline__ void
+for_each_later_neighbour(const GridDev &g, unsigned int c, F f)
+{
+	unsigned long long key = g.cell_key[c];
+	long long	cc[TC_GRID_MAX_DIMS];
+	const int	last = g.p.k - 1;
+
+	if (g.p.k == 0)
+		return;
+	cell_coords(g, key, cc);
+	if (cc[last] + 1 < g.p.ncell[last] && c + 1 < g.ncells && g.cell_key[c + 1] == key + 1)
+		f(c + 1);
+	walk_rows(g, key, cc, f);
+}
+
+/*
+ * Call f(p) for every indexed cell p adjacent to query cell c or equal to
+ * it (two sets: every row, with its own).  Without grid dimensions the
+ * index is one cell.
+ */
+template <typename F>
+__device__ __forceinline__ void
+for_each_neighbour(const GridDev &g, unsigned int c, F f)
+{
+	unsigned long long key = g.qcell_key[c];
+	long long	cc[TC_GRID_MAX_DIMS];
+
+	if (g.p.k == 0)
+	{
+		for (unsigned int p = 0; p < g.ncells; p++)
+			f(p);
+		return;
+	}
+	cell_coords(g, key, cc);
+	walk_rows(g, key, cc, f);
+}
+
+/*
+ * Stage the lanes' hits with the caller's indices, read only for hits: a
+ * self-join maps both points through perm; two sets map the query through
+ * qperm and write a's index first.
+ */
+template <bool TWO>
+__device__ __forceinline__ void
+stage_pair(const GridDev &g, const BatchDev &b, Stage &st, int &n, int lane, bool hit,
+		   unsigned int q, unsigned int j, double s)
+{
+	if (!TWO)
+	{
+		stage_hit(b, st, n, lane, hit, q, j, s, [&](unsigned int i) { return g.perm[i]; });
+		return;
+	}
+
+	unsigned int qi = hit ? g.qperm[q] : 0,
+				ji = hit ? g.perm[j] : 0;
+
+	stage_hit(b, st, n, lane, hit, g.a_indexed ? ji : qi, g.a_indexed ? qi : ji, s,
+			  [](unsigned int i) { return (long long) i; });
+}
+
 /*
  * Each query of the item against candidates [j0, j1) (tri: only j > q).
  * The warp's lanes form groups of `width` lanes, one group per query, each
  * lane taking every width-th candidate, so that an item of few queries
  * still keeps every lane busy.
  */
+template <bool TWO>
 __device__ void
 scan_range(const GridDev &g, const BatchDev &b, Stage &st, int &n, int lane,
 		   bool active, unsigned int q, unsigned int sub, unsigned int width,
 		   unsigned int j0, unsigned int j1, bool tri, unsigned long long &cand)
 {
-	const double *a = g.pts + (size_t) q * g.d;
+	const double *a = (TWO ? g.qpts : g.pts) + (size_t) q * g.d;
 
 	for (unsigned int base = j0; base < j1; base += width)
 	{
@@ -148,7 +218,7 @@ scan_range(const GridDev &g, const BatchDev &b, Stage &st, int &n, int lane,
 			cand++;
 			hit = contract_within(a, g.pts + (size_t) j * g.d, g.d, g.thr, &s);
 		}
-		stage_hit(b, st, n, lane, hit, q, j, s, [&](unsigned int i) { return g.perm[i]; });
+		stage_pair<TWO>(g, b, st, n, lane, hit, q, j, s);
 	}
 }
 
@@ -166,6 +236,7 @@ next_item(const BatchDev &b, int lane)
 	return it;
 }
 
+template <bool TWO>
 __global__ void
 __launch_bounds__(BLOCK_THREADS)
 join_kernel(GridDev g, BatchDev b)
@@ -188,7 +259,6 @@ join_kernel(GridDev g, BatchDev b)
 			unsigned int c = (unsigned int) (item >> 32);
 			unsigned int q0 = (unsigned int) item;
 			unsigned int nq = b.item_nq[it];
-			unsigned int ce = g.cell_start[c + 1];
 			/* Lane groups: the widest power of two that fits nq of them. */
 			unsigned int width = WARP;
 
@@ -200,11 +270,22 @@ join_kernel(GridDev g, BatchDev b)
 			unsigned int q = q0 + qi;
 			bool		active = qi < nq;
 
+			if (TWO)
+			{
+				/* Every neighbour cell of the index, the query's own included. */
+				for_each_neighbour(g, c, [&](unsigned int p) {
+					scan_range<true>(g, b, st, n, lane, active, q, sub, width, g.cell_start[p],
+									 g.cell_start[p + 1], false, cand);
+				});
+				continue;
+			}
+
 			/* Own cell (j > q), then the later neighbour cells. */
-			scan_range(g, b, st, n, lane, active, q, sub, width, q0 + 1, ce, true, cand);
+			scan_range<false>(g, b, st, n, lane, active, q, sub, width, q0 + 1,
+							  g.cell_start[c + 1], true, cand);
 			for_each_later_neighbour(g, c, [&](unsigned int p) {
-				scan_range(g, b, st, n, lane, active, q, sub, width, g.cell_start[p],
-						   g.cell_start[p + 1], false, cand);
+				scan_range<false>(g, b, st, n, lane, active, q, sub, width, g.cell_start[p],
+								  g.cell_start[p + 1], false, cand);
 			});
 		}
 	}
@@ -239,7 +320,9 @@ quad_sum(double x)
  * on coordinates centred at the item's first point (a' = fl(a - c)), which
  * keeps the expanded formula's cancellation small.  s~ only filters: a pair
  * with s~ > lim is dropped, every other pair is decided, and its dist
- * computed, by the contract's exact sum (within).
+ * computed, by the contract's exact sum (within).  Two sets change
+ * nothing in it: queries and candidates come from different arrays, both
+ * centred at the item's first query.
  *
  * Why no pair is lost, with u = 2^-53 and D = |a - b| over the reals:
  * (1) s <= thr gives D^2 <= thr (1 + gamma_{d+3}): each term of s is
@@ -260,8 +343,8 @@ quad_sum(double x)
  */
 template <int KS>
 __device__ __forceinline__ double
-a_frag(const GridDev &g, const double (&af)[4][KS > 0 ? KS : 1], int grp, int ks,
-	   unsigned int q0, unsigned int nq, int r, int t)
+a_frag(const GridDev &g, const double *qp, const double (&af)[4][KS > 0 ? KS : 1], int grp,
+	   int ks, unsigned int q0, unsigned int nq, int r, int t)
 {
 	if (KS > 0)
 		return af[grp][KS > 0 ? ks : 0];
@@ -271,11 +354,14 @@ a_frag(const GridDev &g, const double (&af)[4][KS > 0 ? KS : 1], int grp, int ks
 
 	if (qi >= nq || k >= g.d)
 		return 0.0;
-	return __dsub_rn(g.pts[(size_t) (q0 + qi) * g.d + k], g.pts[(size_t) q0 * g.d + k]);
+	return __dsub_rn(qp[(size_t) (q0 + qi) * g.d + k], qp[(size_t) q0 * g.d + k]);
 }
 
-/* KS > 0: d <= 4 KS, the queries' fragments held in registers; 0: any d. */
-template <int KS>
+/*
+ * KS > 0: d <= 4 KS, the queries' fragments held in registers; 0: any d.
+ * TWO: a join of two sets, the queries from the other set.
+ */
+template <int KS, bool TWO>
 __global__ void
 __launch_bounds__(BLOCK_THREADS)
 join_tc_kernel(GridDev g, BatchDev b)
@@ -302,9 +388,9 @@ join_tc_kernel(GridDev g, BatchDev b)
 		unsigned int c = (unsigned int) (item >> 32);
 		unsigned int q0 = (unsigned int) item;
 		unsigned int nq = b.item_nq[it];
-		unsigned int ce = g.cell_start[c + 1];
 		const int	ng = (int) (nq + 7) / 8;
-		const double *ctr = g.pts + (size_t) q0 * d;
+		const double *qp = TWO ? g.qpts : g.pts;
+		const double *ctr = qp + (size_t) q0 * d;
 		double		af[4][KS > 0 ? KS : 1];
 		double		qn[4];
 
@@ -321,7 +407,7 @@ join_tc_kernel(GridDev g, BatchDev b)
 				double		v = 0.0;
 
 				if (qi < nq && k < d)
-					v = __dsub_rn(g.pts[(size_t) (q0 + qi) * d + k], ctr[k]);
+					v = __dsub_rn(qp[(size_t) (q0 + qi) * d + k], ctr[k]);
 				if (KS > 0)
 					af[grp][KS > 0 ? ks : 0] = v;
 				acc = __dadd_rn(acc, __dmul_rn(v, v));
@@ -349,7 +435,7 @@ join_tc_kernel(GridDev g, BatchDev b)
 					for (int grp = 0; grp < 4; grp++)
 						if (grp < ng)
 							dmma_m8n8k4(c0[grp], c1[grp],
-										a_frag<KS>(g, af, grp, ks, q0, nq, r, t), bv);
+										a_frag<KS>(g, qp, af, grp, ks, q0, nq, r, t), bv);
 				}
 
 				/* Candidate r's norm, then those of this lane's two columns. */
@@ -392,17 +478,26 @@ join_tc_kernel(GridDev g, BatchDev b)
 							if (!(stc > lim))
 							{
 								rech++;
-								hit = contract_within(g.pts + (size_t) q * d, g.pts + (size_t) j * d, d, g.thr, &s);
+								hit = contract_within(qp + (size_t) q * d, g.pts + (size_t) j * d, d, g.thr, &s);
 							}
 						}
-						stage_hit(b, st, n, lane, hit, q, j, s, [&](unsigned int i) { return g.perm[i]; });
+						stage_pair<TWO>(g, b, st, n, lane, hit, q, j, s);
 					}
 				}
 			}
 		};
 
+		if (TWO)
+		{
+			/* Every neighbour cell of the index, the query's own included. */
+			for_each_neighbour(g, c, [&](unsigned int p) {
+				scan(g.cell_start[p], g.cell_start[p + 1], false);
+			});
+			continue;
+		}
+
 		/* Own cell (j > q), then the later neighbour cells. */
-		scan(q0 + 1, ce, true);
+		scan(q0 + 1, g.cell_start[c + 1], true);
 		for_each_later_neighbour(g, c, [&](unsigned int p) {
 			scan(g.cell_start[p], g.cell_start[p + 1], false);
 		});
@@ -435,15 +530,38 @@ cell_nbr_kernel(GridDev g, unsigned long long *nbr, unsigned long long *per_quer
 		(unsigned long long) (ce - cs) * sum;
 }
 
+/*
+ * Two sets: the candidates of each query cell's neighbour cells in the
+ * index (every one, its own included), which every query of it meets.
+ */
+__global__ void
+cell_nbr_two_kernel(GridDev g, unsigned long long *nbr, unsigned long long *per_query,
+					unsigned long long *cell_bound)
+{
+	unsigned int c = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (c >= g.qncells)
+		return;
+	unsigned int cnt = g.qcell_start[c + 1] - g.qcell_start[c];
+	unsigned long long sum = 0;
+
+	for_each_neighbour(g, c, [&](unsigned int p) {
+		sum += g.cell_start[p + 1] - g.cell_start[p];
+	});
+	nbr[c] = sum;
+	per_query[c] = sum;
+	cell_bound[c] = (unsigned long long) cnt * sum;
+}
+
 /* ---------- host wrappers ---------- */
 
 TcStatus
-grid_set_rows(const TcGridPlan *plan, int *noffs, TcError *err)
+grid_set_rows(const TcGridPlan *plan, bool positive_only, int *noffs, TcError *err)
 {
 	int8_t		offs[TC_GRID_MAX_ROWS][TC_GRID_MAX_DIMS];
 	int64_t		delta[TC_GRID_MAX_ROWS];
 
-	*noffs = tc_grid_rows(plan, true, offs, delta);
+	*noffs = tc_grid_rows(plan, positive_only, offs, delta);
 	if (*noffs > MAX_OFFS)
 	{
 		err->status = TC_ERR_INTERNAL;
@@ -459,28 +577,41 @@ TcStatus
 grid_cell_bounds(const GridDev &gd, unsigned long long *nbr, unsigned long long *per_query,
 				 unsigned long long *cell_bound, cudaStream_t s, TcError *err)
 {
-	cell_nbr_kernel<<<(gd.ncells + 255) / 256, 256, 0, s>>>(gd, nbr, per_query, cell_bound);
+	if (gd.two)
+		cell_nbr_two_kernel<<<(gd.qncells + 255) / 256, 256, 0, s>>>(gd, nbr, per_query, cell_bound);
+	else
+		cell_nbr_kernel<<<(gd.ncells + 255) / 256, 256, 0, s>>>(gd, nbr, per_query, cell_bound);
 	CHECK(cudaGetLastError());
 	return TC_OK;
 }
 
 /* KS: the tensor-core kernel holding d <= 4 KS dimensions in registers. */
+template <bool TWO>
+static void
+launch_join(const GridDev &gd, const BatchDev &bd, bool tc, unsigned int blocks, cudaStream_t s)
+{
+	if (!tc)
+		join_kernel<TWO><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+	else if (gd.d <= 4)
+		join_tc_kernel<1, TWO><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+	else if (gd.d <= 8)
+		join_tc_kernel<2, TWO><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+	else if (gd.d <= 12)
+		join_tc_kernel<3, TWO><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+	else if (gd.d <= 16)
+		join_tc_kernel<4, TWO><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+	else
+		join_tc_kernel<0, TWO><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+}
+
 TcStatus
 grid_launch_join(const GridDev &gd, const BatchDev &bd, bool tc, unsigned int blocks,
 				 cudaStream_t s, TcError *err)
 {
-	if (!tc)
-		join_kernel<<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
-	else if (gd.d <= 4)
-		join_tc_kernel<1><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
-	else if (gd.d <= 8)
-		join_tc_kernel<2><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
-	else if (gd.d <= 12)
-		join_tc_kernel<3><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
-	else if (gd.d <= 16)
-		join_tc_kernel<4><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+	if (gd.two)
+		launch_join<true>(gd, bd, tc, blocks, s);
 	else
-		join_tc_kernel<0><<<blocks, BLOCK_THREADS, 0, s>>>(gd, bd);
+		launch_join<false>(gd, bd, tc, blocks, s);
 	CHECK(cudaGetLastError());
 	return TC_OK;
 }
