@@ -155,5 +155,5 @@ SQL
         echo "q3c_join|not installed|"
     fi
 } | awk -F '|' -v f="$FLOOR" 'NR == 1 { print $0 "|x floor"; next }
-        { r = ($2 ~ /^[0-9.]+$/ && f + 0 > 0) ? sprintf("%.1f", $2 / f) : ""; print $0 "|" r }' | column -t -s '|'
+        { r = ($2 ~ /^[0-9.]+$/ && f + 0 > 0) ? sprintf("%.1f", $2 / f) : ""; print $0 "|" r }' | test/bench/table
 q_db postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1

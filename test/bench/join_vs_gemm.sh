@@ -143,6 +143,6 @@ echo "tcbench --queries (exact FP16 brute force, sink $SINK) against cuBLAS FP16
 echo "medians of $REPS runs (s); engine: the whole run, index and upload included; commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
 [ "${SQL:-0}" = 1 ] && echo "(SQL) rows: tc_join's join phase from tc_last_stats() after the last run; engine: the whole query, median"
 echo
-printf '%s\n' "${ROWS[@]}" | column -t -s '|'
+printf '%s\n' "${ROWS[@]}" | test/bench/table
 [ "${SQL:-0}" = 1 ] && q_db postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
 exit 0
