@@ -75,6 +75,23 @@ constexpr unsigned long long BAND_PAIRS = 1ull << 24;	/* tile pairs pruned at a 
  * in L2 (row by row, each block would bring its own second tile).
  */
 constexpr int PRUNE_SQ = 16;
+
+/*
+ * With split > 0 (two blocks of a streamed join, or two sets) only tile
+ * pairs across tile split are joined: the squares of rows [0, R) against
+ * columns [C0, nsq), all on or above the diagonal, numbered row by row
+ * (the rest of the triangle holds none of them).
+ */
+__host__ __device__ __forceinline__ void
+split_squares(unsigned long long nt, unsigned int split, unsigned long long *R,
+			  unsigned long long *C0, unsigned long long *W)
+{
+	const unsigned long long nsq = (nt + PRUNE_SQ - 1) / PRUNE_SQ;
+
+	*R = ((unsigned long long) split + PRUNE_SQ - 1) / PRUNE_SQ;
+	*C0 = split / PRUNE_SQ;
+	*W = nsq > *C0 ? nsq - *C0 : 0;
+}
 constexpr unsigned int TILE_NONE = 0xFFFFFFFFu;	/* a list entry's missing tile: a row's pad, a cluster's second row */
 static_assert(2 * PRUNE_SQ == WARP, "a warp of prune_kernel: two rows of a square, 16 lanes each");
 

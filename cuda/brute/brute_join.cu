@@ -579,8 +579,19 @@ BruteRun::join_set(unsigned int split)
 {
 	const unsigned long long nt = bd.ntiles;
 	const unsigned long long nsq = (nt + PRUNE_SQ - 1) / PRUNE_SQ;
-	const unsigned long long nsq_all = nsq * (nsq + 1) / 2;
+	unsigned long long nsq_all = nsq * (nsq + 1) / 2;
 	TcStatus	st;
+
+	if (split > 0)
+	{
+		unsigned long long R,
+					C0,
+					W;
+
+		/* only the squares across the split: a small set against a large one is a thin strip */
+		split_squares(nt, split, &R, &C0, &W);
+		nsq_all = R * W;
+	}
 
 	/* the encoder worked on the probe's map; a set's own failing would be a bug */
 	if (cfg.wgmma && !brute_make_tmap(&tmap, bd.h, bd.ntiles * BT, bd.dpad, bd.hpitch))

@@ -14,8 +14,8 @@
 
 /*
  * Of the tile pairs in squares [u0, u1) (squares numbered row by row over
- * the upper triangle of the nsq x nsq squares; pairs off the triangle are
- * skipped), those that may hold a pair within eps: |cen_a - cen_b| <=
+ * the upper triangle of the nsq x nsq squares, or over the rectangle
+ * across a split; pairs off the triangle are skipped), those that may hold a pair within eps: |cen_a - cen_b| <=
  * rad_a + rad_b + eps_hi, with |cen_a - cen_b| computed in float8 from the
  * float4 centres and shrunk by a generous margin for its roundings ((d + 4)
  * 2^-22 of the squared sum, each term a square).  Appended with one atomic
@@ -27,10 +27,14 @@ tri_start(unsigned long long r, unsigned long long m)
 	return r * m - r * (r - 1) / 2;		/* first entry of row r, m x m triangle */
 }
 
-/* Tile pair t of the band from square u0: false where it is off the triangle or past the tiles. */
+/*
+ * Tile pair t of the band from square u0: false where it is off the
+ * triangle or past the tiles.  With split > 0 the squares are those across
+ * it (split_squares), row by row.
+ */
 __device__ __forceinline__ bool
 tile_pair_at(unsigned long long t, unsigned long long u0, unsigned long long u1, unsigned int nt,
-			 unsigned long long *bi, unsigned long long *bj)
+			 unsigned int split, unsigned long long *bi, unsigned long long *bj)
 {
 	const unsigned long long nsq = (nt + PRUNE_SQ - 1) / PRUNE_SQ;
 	unsigned long long u = u0 + t / (PRUNE_SQ * PRUNE_SQ);
@@ -41,6 +45,17 @@ tile_pair_at(unsigned long long t, unsigned long long u0, unsigned long long u1,
 	*bi = *bj = 0;
 	if (u >= u1)
 		return false;
+	if (split > 0)
+	{
+		unsigned long long R,
+					C0,
+					W;
+
+		split_squares(nt, split, &R, &C0, &W);
+		*bi = (u / W) * PRUNE_SQ + l / PRUNE_SQ;
+		*bj = (C0 + u % W) * PRUNE_SQ + l % PRUNE_SQ;
+		return *bi < nt && *bj < nt && *bj >= *bi;
+	}
 	r = (long long) ((b - sqrt(b * b - 8.0 * (double) u)) / 2.0);
 	if (r < 0)
 		r = 0;
@@ -106,7 +121,7 @@ prune_kernel(const float *cen, const float *rad, int d, unsigned int nt, double 
 	int			lane = threadIdx.x % WARP;
 	unsigned long long bi,
 				bj;
-	bool		keep = tile_pair_at(t, u0, u1, nt, &bi, &bj);
+	bool		keep = tile_pair_at(t, u0, u1, nt, split, &bi, &bj);
 	/*
 	 * the square's first row and column tiles: thread l's pair is (r0 + l /
 	 * PRUNE_SQ, c0 + l % PRUNE_SQ), set even where it is no pair (u < u1:
@@ -183,7 +198,7 @@ emit_kernel(unsigned int nt, unsigned long long u0, unsigned long long u1, unsig
 
 	if (m == 0)
 		return;
-	tile_pair_at(t, u0, u1, nt, &bi, &bj);
+	tile_pair_at(t, u0, u1, nt, split, &bi, &bj);
 
 	unsigned int n_lo = __popc(m & 0xFFFFu),
 				n_hi = __popc(m >> 16);
