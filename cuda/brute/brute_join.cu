@@ -402,7 +402,10 @@ BruteRun::plan_and_place(void)
 	if (bd.metric == TC_METRIC_COSINE && (st = zero_rows()) != TC_OK)
 		return st;
 	stats->filter = bd.approx ? "fp16 tensor cores, approximate" : "fp16 tensor cores";
+	/* what fits is prepared here, in the index phase, the self-join's set or the two sets */
 	if (B == 0 && b == NULL && (st = prepare_set(n, 0, 0)) != TC_OK)
+		return st;
+	if (B == 0 && b != NULL && (st = prepare_set(plan_rows, 0, (na + BT - 1) / BT * BT)) != TC_OK)
 		return st;
 	return TC_OK;
 }
@@ -468,9 +471,9 @@ BruteRun::join_two(int ba, int bb)
 				rb = nb;
 	TcStatus	st;
 
-	/* without blocks, plan_and_place placed both sets */
-	if ((B > 0 && (st = place_two(ba, bb, &sa, &rb)) != TC_OK) ||
-		(st = prepare_set(sa + rb, 0, sa)) != TC_OK)
+	/* without blocks, plan_and_place placed and prepared both sets */
+	if (B > 0 && ((st = place_two(ba, bb, &sa, &rb)) != TC_OK ||
+				  (st = prepare_set(sa + rb, 0, sa)) != TC_OK))
 		return st;
 	bd.split_row = sa;
 	bd.shift_lo = (long long) ba * B;

@@ -115,7 +115,9 @@ SET tcjoin.device = gpu;
 DO \$\$ BEGIN PERFORM count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS)); END \$\$;
 SELECT 'tc_join on the GPU (every pair)', $(med), (SELECT count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS)))
   FROM runs(\$q\$SELECT count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS))\$q\$, $REPS) ms;
-SELECT 'tc_join on the GPU: ' || device || ', ' || method || ', join ' || round(join_ms::numeric, 1) || ' ms', NULL, NULL FROM tc_last_stats();
+SELECT 'tc_join on the GPU: ' || device || ', ' || method || ', load ' || round(load_ms::numeric, 1) || ', index ' ||
+       round(index_ms::numeric, 1) || ', join ' || round(join_ms::numeric, 1) || ', output ' ||
+       round(output_ms::numeric, 1) || ' ms', NULL, NULL FROM tc_last_stats();
 SELECT 'tc_join on the GPU, k => 1 (best match)', $(med), (SELECT count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS), k => 1))
   FROM runs(\$q\$SELECT count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS), k => 1)\$q\$, $REPS) ms;
 SELECT 'pairs the GPU and the CPU differ on', NULL, count(*) FROM (
