@@ -18,7 +18,8 @@
 # them out.  The CPU rows run always.
 #   test/bench/crossmatch_vs_q3c.sh [REPS] [N]
 # Needs the extensions tcjoin and q3c (Debian: postgresql-15-q3c) in the
-# server; without q3c the Q3C rows are left out.  Not a test: it prints a
+# server; without q3c the Q3C rows are left out.  KEEP_DB=1 keeps the
+# database (TCJOIN_BENCH_DB) for a look at tc_last_stats() after.  Not a test: it prints a
 # table.
 set -uo pipefail
 REPS=${1:-3}
@@ -158,4 +159,4 @@ SQL
     fi
 } | awk -F '|' -v f="$FLOOR" 'NR == 1 { print $0 "|x floor"; next }
         { r = ($2 ~ /^[0-9.]+$/ && f + 0 > 0) ? sprintf("%.1f", $2 / f) : ""; print $0 "|" r }' | test/bench/table
-q_db postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
+[ -n "${KEEP_DB:-}" ] || q_db postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
