@@ -13,7 +13,8 @@
 # and the agreement: noise and core counts, and with PostGIS the rows that
 # both call noise (border points may go to either of two clusters there).
 # TCJOIN_DEVICE (default auto) is tcjoin.device.
-#   test/bench/dbscan_vs_postgis.sh [REPS] [N]     (the extension installed)
+#   test/bench/dbscan_vs_postgis.sh [REPS] [N]     (the extension installed;
+#   KEEP_DB=1 keeps the database, TCJOIN_BENCH_DB)
 # Not a test: the figures go to docs/.
 set -uo pipefail
 REPS=${1:-3}
@@ -75,4 +76,4 @@ SELECT 'ST_ClusterDBSCAN: clusters', count(DISTINCT cluster), 'noise', count(*) 
 SELECT 'noise in one only', count(*) FROM tc JOIN pg USING (id) WHERE (tc.cluster IS NULL) <> (pg.cluster IS NULL);
 SQL
 fi
-q_db postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
+[ -n "${KEEP_DB:-}" ] || q_db postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
