@@ -170,14 +170,45 @@ tc_count(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64((int64) pairs);
 }
 
-/* One row of two int8 columns into the call's tuplestore. */
+/*
+ * Every row (id, value) of two int8 columns into the call's tuplestore,
+ * through a template row (output.h): value(arg, i) is row i's.
+ */
 static void
-put_two(ReturnSetInfo *rsinfo, int64 a, Datum b, bool b_null)
+put_pairs_of_int8(ReturnSetInfo *rsinfo, GraphCall *gc, int64 (*value) (void *arg, int64 i),
+				  void *arg)
 {
-	Datum		values[2] = {Int64GetDatum(a), b};
-	bool		nulls[2] = {false, b_null};
+	TupleDesc	desc = rsinfo->setDesc;
+	TupleTableSlot *slot;
+	char	   *row;
 
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	if (desc->natts != 2 || TupleDescAttr(desc, 0)->atttypid != INT8OID ||
+		TupleDescAttr(desc, 1)->atttypid != INT8OID)
+		elog(ERROR, "the function must return (bigint, bigint)");
+	row = tc_row_template(desc, gc->mcxt, &slot);
+	for (int64 i = 0; i < gc->loaded.points.n; i++)
+	{
+		int64		v = value(arg, i);
+
+		memcpy(row, &gc->loaded.ids[i], sizeof(int64));
+		memcpy(row + 8, &v, sizeof(int64));
+		tuplestore_puttupleslot(rsinfo->setResult, slot);
+		if ((i & 0xffff) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	ExecDropSingleTupleTableSlot(slot);
+}
+
+static int64
+degree_of(void *arg, int64 i)
+{
+	return (int64) tc_graph_degree((TcGraph *) arg, i);
+}
+
+static int64
+component_of(void *arg, int64 i)
+{
+	return ((int64 *) arg)[i];
 }
 
 PG_FUNCTION_INFO_V1(tc_degrees);
@@ -193,12 +224,7 @@ tc_degrees(PG_FUNCTION_ARGS)
 	if (!graph_begin(fcinfo, &gc, 3, TC_GRAPH_DEGREES, 0))
 		PG_RETURN_NULL();
 	graph_join(&gc);
-	for (int64 i = 0; i < gc.loaded.points.n; i++)
-	{
-		put_two(rsinfo, gc.loaded.ids[i], Int64GetDatum(tc_graph_degree(gc.graph, i)), false);
-		if ((i & 0xffff) == 0)
-			CHECK_FOR_INTERRUPTS();
-	}
+	put_pairs_of_int8(rsinfo, &gc, degree_of, gc.graph);
 	graph_end(&gc);
 	PG_RETURN_NULL();
 }
@@ -221,12 +247,7 @@ tc_components(PG_FUNCTION_ARGS)
 									  MCXT_ALLOC_HUGE);
 	tc_graph_components(gc.graph, comp);
 	graph_check(&gc, "naming the components", NULL);
-	for (int64 i = 0; i < gc.loaded.points.n; i++)
-	{
-		put_two(rsinfo, gc.loaded.ids[i], Int64GetDatum(comp[i]), false);
-		if ((i & 0xffff) == 0)
-			CHECK_FOR_INTERRUPTS();
-	}
+	put_pairs_of_int8(rsinfo, &gc, component_of, comp);
 	graph_end(&gc);
 	PG_RETURN_NULL();
 }
@@ -347,6 +368,48 @@ dbscan_on_grid(GraphCall *gc, int32 min_points)
 	return true;
 }
 
+/*
+ * DBSCAN's rows (id, cluster, is_core) through two template rows, one for
+ * a clustered row (int8 at 0, int4 at 8, bool at 12) and one for noise
+ * (cluster NULL: int8 at 0, bool at 8).
+ */
+static void
+put_dbscan_rows(ReturnSetInfo *rsinfo, GraphCall *gc, const int32_t *cluster, const bool *is_core)
+{
+	TupleDesc	desc = rsinfo->setDesc;
+	const bool	noise_nulls[3] = {false, true, false};
+	TupleTableSlot *slot,
+			   *noise_slot;
+	char	   *row,
+			   *noise_row;
+
+	if (desc->natts != 3 || TupleDescAttr(desc, 0)->atttypid != INT8OID ||
+		TupleDescAttr(desc, 1)->atttypid != INT4OID || TupleDescAttr(desc, 2)->atttypid != BOOLOID)
+		elog(ERROR, "tc_dbscan must return (bigint, integer, boolean)");
+	row = tc_row_template(desc, gc->mcxt, &slot);
+	noise_row = tc_row_template_nulls(desc, noise_nulls, gc->mcxt, &noise_slot);
+	for (int64 i = 0; i < gc->loaded.points.n; i++)
+	{
+		if (cluster[i] < 0)
+		{
+			memcpy(noise_row, &gc->loaded.ids[i], sizeof(int64));
+			noise_row[8] = (char) is_core[i];
+			tuplestore_puttupleslot(rsinfo->setResult, noise_slot);
+		}
+		else
+		{
+			memcpy(row, &gc->loaded.ids[i], sizeof(int64));
+			memcpy(row + 8, &cluster[i], sizeof(int32));
+			row[12] = (char) is_core[i];
+			tuplestore_puttupleslot(rsinfo->setResult, slot);
+		}
+		if ((i & 0xffff) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	ExecDropSingleTupleTableSlot(noise_slot);
+}
+
 PG_FUNCTION_INFO_V1(tc_dbscan);
 
 /*
@@ -390,16 +453,7 @@ tc_dbscan(PG_FUNCTION_ARGS)
 										 MCXT_ALLOC_HUGE);
 	tc_graph_dbscan(gc.graph, cluster, is_core);
 	graph_check(&gc, "for DBSCAN's per-point state", NULL);
-	for (int64 i = 0; i < gc.loaded.points.n; i++)
-	{
-		Datum		values[3] = {Int64GetDatum(gc.loaded.ids[i]), Int32GetDatum(cluster[i]),
-		BoolGetDatum(is_core[i])};
-		bool		nulls[3] = {false, cluster[i] < 0, false};
-
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		if ((i & 0xffff) == 0)
-			CHECK_FOR_INTERRUPTS();
-	}
+	put_dbscan_rows(rsinfo, &gc, cluster, is_core);
 	graph_end(&gc);
 	PG_RETURN_NULL();
 }

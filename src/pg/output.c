@@ -143,6 +143,13 @@ poll_interrupts(void *arg)
 char *
 tc_row_template(TupleDesc desc, MemoryContext mcxt, TupleTableSlot **slot)
 {
+	return tc_row_template_nulls(desc, NULL, mcxt, slot);
+}
+
+char *
+tc_row_template_nulls(TupleDesc desc, const bool *null_cols, MemoryContext mcxt,
+					  TupleTableSlot **slot)
+{
 	Datum		values[8] = {0};
 	bool		nulls[8] = {false};
 	MemoryContext old;
@@ -150,6 +157,8 @@ tc_row_template(TupleDesc desc, MemoryContext mcxt, TupleTableSlot **slot)
 
 	if (desc->natts > 8)
 		elog(ERROR, "a template row takes at most 8 columns, not %d", desc->natts);
+	for (int i = 0; null_cols != NULL && i < desc->natts; i++)
+		nulls[i] = null_cols[i];
 	old = MemoryContextSwitchTo(mcxt);
 	tmpl = heap_form_minimal_tuple(desc, values, nulls);
 	*slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);

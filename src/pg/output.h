@@ -48,4 +48,8 @@ extern void tc_run_join_sink(const TcLoaded *a, const TcLoaded *b, const TcJoinP
  */
 extern char *tc_row_template(TupleDesc desc, MemoryContext mcxt, TupleTableSlot **slot);
 
+/* The same with the columns null_cols marks null (their bytes absent from the data). */
+extern char *tc_row_template_nulls(TupleDesc desc, const bool *null_cols, MemoryContext mcxt,
+								   TupleTableSlot **slot);
+
 #endif							/* TCJOIN_OUTPUT_H */
