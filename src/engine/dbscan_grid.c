@@ -133,8 +133,8 @@ sort_points(DbGrid *gr, uint64_t range)
 	int64_t		n = gr->n;
 	int			bits = 0;
 	int			passes;
-	uint64_t   *k2 = malloc(sizeof(uint64_t) * (size_t) n);
-	int64_t    *i2 = malloc(sizeof(int64_t) * (size_t) n);
+	uint64_t   *k2 = tc_malloc_huge(sizeof(uint64_t) * (size_t) n);
+	int64_t    *i2 = tc_malloc_huge(sizeof(int64_t) * (size_t) n);
 	int64_t		count[2048];
 
 	if (k2 == NULL || i2 == NULL)
@@ -237,9 +237,9 @@ build_cells(DbGrid *gr, const TcPoints *p, double eps, bool *fit)
 		return false;
 	*fit = true;
 
-	gr->key = malloc(sizeof(uint64_t) * (size_t) gr->n);
-	gr->idx = malloc(sizeof(int64_t) * (size_t) gr->n);
-	gr->x = malloc(sizeof(double) * (size_t) gr->n * d);
+	gr->key = tc_malloc_huge(sizeof(uint64_t) * (size_t) gr->n);
+	gr->idx = tc_malloc_huge(sizeof(int64_t) * (size_t) gr->n);
+	gr->x = tc_malloc_huge(sizeof(double) * (size_t) gr->n * d);
 	if (gr->key == NULL || gr->idx == NULL || gr->x == NULL)
 		return false;
 	for (int64_t i = 0; i < gr->n; i++)
@@ -272,10 +272,10 @@ build_cells(DbGrid *gr, const TcPoints *p, double eps, bool *fit)
 	gr->ncells = 0;
 	for (int64_t s = 0; s < gr->n; s++)
 		gr->ncells += s == 0 || gr->key[s] != gr->key[s - 1];
-	gr->cstart = malloc(sizeof(int64_t) * (size_t) (gr->ncells + 1));
-	gr->ckey = malloc(sizeof(uint64_t) * (size_t) (gr->ncells + 1));
-	gr->lo = malloc(sizeof(double) * (size_t) (gr->ncells + 1) * d);
-	gr->hi = malloc(sizeof(double) * (size_t) (gr->ncells + 1) * d);
+	gr->cstart = tc_malloc_huge(sizeof(int64_t) * (size_t) (gr->ncells + 1));
+	gr->ckey = tc_malloc_huge(sizeof(uint64_t) * (size_t) (gr->ncells + 1));
+	gr->lo = tc_malloc_huge(sizeof(double) * (size_t) (gr->ncells + 1) * d);
+	gr->hi = tc_malloc_huge(sizeof(double) * (size_t) (gr->ncells + 1) * d);
 	gr->tight = malloc(sizeof(bool) * (size_t) (gr->ncells + 1));
 	if (gr->cstart == NULL || gr->ckey == NULL || gr->lo == NULL || gr->hi == NULL ||
 		gr->tight == NULL)
@@ -478,7 +478,7 @@ find_neighbours(DbGrid *gr)
 		sp[t].c0 = gr->ncells * t / parts;
 		sp[t].c1 = gr->ncells * (t + 1) / parts;
 		sp[t].cap = (sp[t].c1 - sp[t].c0) * 4 + 1024;
-		sp[t].pa = malloc(sizeof(int64_t) * (size_t) sp[t].cap * 2);
+		sp[t].pa = tc_malloc_huge(sizeof(int64_t) * (size_t) sp[t].cap * 2);
 		ok &= sp[t].pa != NULL;
 	}
 	if (ok)
@@ -502,12 +502,12 @@ find_neighbours(DbGrid *gr)
 	if (ok && !atomic_load(&gr->stop))
 	{
 		gr->astart = calloc((size_t) gr->ncells + 1, sizeof(int64_t));
-		gr->adj = malloc(sizeof(int64_t) * (size_t) (2 * m + 1));
+		gr->adj = tc_malloc_huge(sizeof(int64_t) * (size_t) (2 * m + 1));
 		ok = gr->astart != NULL && gr->adj != NULL;
 	}
 	if (ok && !atomic_load(&gr->stop))
 	{
-		int64_t    *fill = malloc(sizeof(int64_t) * (size_t) (gr->ncells + 1));
+		int64_t    *fill = tc_malloc_huge(sizeof(int64_t) * (size_t) (gr->ncells + 1));
 
 		ok = fill != NULL;
 		for (int t = 0; ok && t < parts; t++)
@@ -829,9 +829,9 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 		goto nomem;
 	}
 	gr.core = malloc(sizeof(bool) * (size_t) gr.n);
-	gr.ncore = malloc(sizeof(int64_t) * (size_t) gr.ncells);
+	gr.ncore = tc_malloc_huge(sizeof(int64_t) * (size_t) gr.ncells);
 	core = malloc(sizeof(bool) * (size_t) gr.n);
-	up = malloc(sizeof(int64_t) * (size_t) gr.n);
+	up = tc_malloc_huge(sizeof(int64_t) * (size_t) gr.n);
 	if (!find_neighbours(&gr) || gr.core == NULL || gr.ncore == NULL || core == NULL || up == NULL)
 	{
 		if (atomic_load(&gr.stop))

@@ -73,10 +73,19 @@ struct TcGraph
 	size_t		split;			/* batches from this many pairs go to the pool */
 };
 
+/*
+ * n zeroed entries: large ones on huge pages (tc_malloc_huge), written at
+ * once, since every entry of a per-row array is used.
+ */
 static void *
 alloc_n(int64_t n, size_t size)
 {
-	return calloc((size_t) (n > 0 ? n : 1), size);
+	size_t		bytes = (size_t) (n > 0 ? n : 1) * size;
+	void	   *p = tc_malloc_huge(bytes);
+
+	if (p != NULL)
+		memset(p, 0, bytes);
+	return p;
 }
 
 static void *pool_main(void *arg);
