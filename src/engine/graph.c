@@ -80,12 +80,7 @@ struct TcGraph
 static void *
 alloc_n(int64_t n, size_t size)
 {
-	size_t		bytes = (size_t) (n > 0 ? n : 1) * size;
-	void	   *p = tc_malloc_huge(bytes);
-
-	if (p != NULL)
-		memset(p, 0, bytes);
-	return p;
+	return calloc((size_t) (n > 0 ? n : 1), size);
 }
 
 static void *pool_main(void *arg);
