@@ -34,45 +34,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "dbscan_grid.h"
 #include "distance.h"
 #include "engine_int.h"
-
-/*
- * Cells either way along an axis that may hold a neighbour: points within
- * eps differ by at most eps (1 + 4u) along any axis, sqrt(d) (1 + 4u) < 2
- * cells of eps / sqrt(d), and the cells' coordinates (below 2^40) are off
- * by far less than the rest of a cell: their floors differ by 2 at most.
- */
-#define DG_REACH 2
-#define DG_POLL_WORK 65536		/* distances (or cells) between polls: about a millisecond */
-#define DG_CHUNK 256			/* cells a thread takes at a time */
-#define DG_MAX_THREADS 64
-
-typedef struct DbGrid
-{
-	int			d;
-	int64_t		n;
-	double		thr;			/* tc_sq_threshold(eps) */
-	double	   *x;				/* n x d, float8, in cell order */
-	int64_t    *idx;			/* the original index of each sorted point */
-	uint64_t   *key;			/* each sorted point's cell key */
-	int64_t		ncells;
-	int64_t    *cstart;			/* ncells + 1: a cell's points */
-	uint64_t   *ckey;
-	double	   *lo;				/* ncells x d: the cells' boxes */
-	double	   *hi;
-	bool	   *tight;
-	int64_t    *astart;			/* ncells + 1: a cell's neighbour cells */
-	int64_t    *adj;
-	bool	   *core;			/* per sorted point */
-	int64_t    *ncore;			/* per cell */
-	uint64_t	span[3];		/* cells along each axis, the margins included */
-	int			threads;		/* the join's threads, the caller's among them */
-	/* the caller's poll (its thread alone calls it), and whether it said stop */
-	int			(*poll) (void *arg);
-	void	   *poll_arg;
-	atomic_bool stop;
-} DbGrid;
 
 /* A thread's view: its own count of distances toward its next poll. */
 typedef struct DgCtx
@@ -100,214 +64,15 @@ grid_free(DbGrid *gr)
 	free(gr->ncore);
 }
 
-/* The caller's poll, now (every 65536 steps of the O(n) passes, and while waiting for threads); true: stop. */
-static bool
-poll_now(DbGrid *gr)
+/* The caller's poll, now; true: stop (dbscan_grid.h). */
+bool
+dg_poll_now(DbGrid *gr)
 {
 	if (atomic_load(&gr->stop))
 		return true;			/* told once is enough */
 	if (gr->poll && gr->poll(gr->poll_arg) != 0)
 		atomic_store(&gr->stop, true);
 	return atomic_load(&gr->stop);
-}
-
-/* The contract's squared sum over the d terms t_k, in index order. */
-static inline double
-sq_sum(const double *t, int d)
-{
-	double		s = 0.0;
-
-	for (int k = 0; k < d; k++)
-		s += t[k] * t[k];
-	return s;
-}
-
-/*
- * Sort the points by key, least significant digits first, over the bits
- * the keys use; digits of at most 11 bits keep each pass's counts in
- * cache.  idx comes out as the points' indices in key order.
- */
-static bool
-sort_points(DbGrid *gr, uint64_t range)
-{
-	int64_t		n = gr->n;
-	int			bits = 0;
-	int			passes;
-	uint64_t   *k2 = tc_malloc_huge(sizeof(uint64_t) * (size_t) n);
-	int64_t    *i2 = tc_malloc_huge(sizeof(int64_t) * (size_t) n);
-	int64_t		count[2048];
-
-	if (k2 == NULL || i2 == NULL)
-	{
-		free(k2);
-		free(i2);
-		return false;
-	}
-	while (bits < 64 && ((range - 1) >> bits) != 0)
-		bits++;
-	passes = (bits + 10) / 11;
-	for (int64_t i = 0; i < n; i++)
-		gr->idx[i] = i;
-	for (int pass = 0, lo = 0; pass < passes; pass++)
-	{
-		int			width = (bits - lo + (passes - pass) - 1) / (passes - pass);
-		uint64_t	mask = ((uint64_t) 1 << width) - 1;
-		int64_t		sum = 0;
-		uint64_t   *tk;
-		int64_t    *ti;
-
-		memset(count, 0, sizeof(count));
-		if (poll_now(gr))
-		{
-			free(k2);
-			free(i2);
-			return false;
-		}
-		for (int64_t i = 0; i < n; i++)
-			count[(gr->key[i] >> lo) & mask]++;
-		for (uint64_t b = 0; b <= mask; b++)
-		{
-			int64_t		c = count[b];
-
-			count[b] = sum;
-			sum += c;
-		}
-		for (int64_t i = 0; i < n; i++)
-		{
-			int64_t		to = count[(gr->key[i] >> lo) & mask]++;
-
-			k2[to] = gr->key[i];
-			i2[to] = gr->idx[i];
-		}
-		tk = gr->key;
-		gr->key = k2;
-		k2 = tk;
-		ti = gr->idx;
-		gr->idx = i2;
-		i2 = ti;
-		lo += width;
-	}
-	free(k2);
-	free(i2);
-	return true;
-}
-
-/*
- * Bin and sort the points, then the cells and their boxes.  A cell's key
- * is its coordinates in row-major order over a grid padded by DG_REACH
- * cells on every side, so that a neighbour's key is the cell's plus fixed
- * offsets.  False where the grid does not apply (*fit false) or memory
- * ran out.
- */
-static bool
-build_cells(DbGrid *gr, const TcPoints *p, double eps, bool *fit)
-{
-	int			d = gr->d;
-	double		mn[3],
-				mx[3];
-	double		w = eps / sqrt((double) d);
-	double		inv = 1.0 / w;
-	double		range = 1.0;
-
-	*fit = false;
-	for (int k = 0; k < d; k++)
-	{
-		mn[k] = INFINITY;
-		mx[k] = -INFINITY;
-	}
-	for (int64_t i = 0; i < gr->n; i++)
-		for (int k = 0; k < d; k++)
-		{
-			double		v = tc_coord(p, i, k);
-
-			mn[k] = v < mn[k] ? v : mn[k];
-			mx[k] = v > mx[k] ? v : mx[k];
-		}
-	/* the keys must fit 62 bits (cell coordinates are rounded: any cell will do) */
-	for (int k = 0; k < d; k++)
-	{
-		double		cells = floor((mx[k] - mn[k]) * inv) + 1 + 2 * DG_REACH;
-
-		if (!(w > 0) || !(inv < INFINITY) || !(cells < 0x1p40))
-			return false;
-		gr->span[k] = (uint64_t) cells;
-		range *= cells;
-	}
-	if (!(range < 0x1p62))
-		return false;
-	*fit = true;
-
-	gr->key = tc_malloc_huge(sizeof(uint64_t) * (size_t) gr->n);
-	gr->idx = tc_malloc_huge(sizeof(int64_t) * (size_t) gr->n);
-	gr->x = tc_malloc_huge(sizeof(double) * (size_t) gr->n * d);
-	if (gr->key == NULL || gr->idx == NULL || gr->x == NULL)
-		return false;
-	for (int64_t i = 0; i < gr->n; i++)
-	{
-		uint64_t	key = 0;
-
-		if ((i & 0xffff) == 0 && poll_now(gr))
-			return false;
-
-		for (int k = d - 1; k >= 0; k--)
-		{
-			int64_t		c = (int64_t) ((tc_coord(p, i, k) - mn[k]) * inv) + DG_REACH;
-
-			c = c < DG_REACH ? DG_REACH : c > (int64_t) gr->span[k] - 1 - DG_REACH ?
-				(int64_t) gr->span[k] - 1 - DG_REACH : c;
-			key = key * gr->span[k] + (uint64_t) c;
-		}
-		gr->key[i] = key;
-	}
-	if (!sort_points(gr, (uint64_t) range))
-		return false;
-	for (int64_t s = 0; s < gr->n; s++)
-	{
-		if ((s & 0xffff) == 0 && poll_now(gr))
-			return false;
-		for (int k = 0; k < d; k++)
-			gr->x[s * d + k] = tc_coord(p, gr->idx[s], k);
-	}
-
-	gr->ncells = 0;
-	for (int64_t s = 0; s < gr->n; s++)
-		gr->ncells += s == 0 || gr->key[s] != gr->key[s - 1];
-	gr->cstart = tc_malloc_huge(sizeof(int64_t) * (size_t) (gr->ncells + 1));
-	gr->ckey = tc_malloc_huge(sizeof(uint64_t) * (size_t) (gr->ncells + 1));
-	gr->lo = tc_malloc_huge(sizeof(double) * (size_t) (gr->ncells + 1) * d);
-	gr->hi = tc_malloc_huge(sizeof(double) * (size_t) (gr->ncells + 1) * d);
-	gr->tight = malloc(sizeof(bool) * (size_t) (gr->ncells + 1));
-	if (gr->cstart == NULL || gr->ckey == NULL || gr->lo == NULL || gr->hi == NULL ||
-		gr->tight == NULL)
-		return false;
-	for (int64_t s = 0, c = -1; s < gr->n; s++)
-	{
-		const double *xs = gr->x + s * d;
-
-		if (s == 0 || gr->key[s] != gr->key[s - 1])
-		{
-			c++;
-			gr->cstart[c] = s;
-			gr->ckey[c] = gr->key[s];
-			memcpy(gr->lo + c * d, xs, sizeof(double) * d);
-			memcpy(gr->hi + c * d, xs, sizeof(double) * d);
-		}
-		for (int k = 0; k < d; k++)
-		{
-			gr->lo[c * d + k] = xs[k] < gr->lo[c * d + k] ? xs[k] : gr->lo[c * d + k];
-			gr->hi[c * d + k] = xs[k] > gr->hi[c * d + k] ? xs[k] : gr->hi[c * d + k];
-		}
-	}
-	gr->cstart[gr->ncells] = gr->n;
-	for (int64_t c = 0; c < gr->ncells; c++)
-	{
-		double		t[3];
-
-		for (int k = 0; k < d; k++)
-			t[k] = gr->hi[c * d + k] - gr->lo[c * d + k];
-		gr->tight[c] = sq_sum(t, d) <= gr->thr;
-	}
-	return true;
 }
 
 /* Whether cells a and b may hold a pair within eps: their boxes' gap, by the contract's arithmetic. */
@@ -324,16 +89,12 @@ boxes_near(const DbGrid *gr, int64_t a, int64_t b)
 
 		t[k] = g1 > 0 ? g1 : g2 > 0 ? g2 : 0.0;
 	}
-	return sq_sum(t, d) <= gr->thr;
+	return dg_sq_sum(t, d) <= gr->thr;
 }
 
-/*
- * Helpers 1 .. n - 1 running fn, helper t on args + t * stride, started
- * with every signal blocked (the caller's handlers must never run on
- * them): returns the last that started, in order (0: none).
- */
-static int
-start_helpers(pthread_t *th, int n, void *(*fn) (void *), char *args, size_t stride)
+/* Helpers with every signal blocked (dbscan_grid.h). */
+int
+dg_start_helpers(pthread_t *th, int n, void *(*fn) (void *), char *args, size_t stride)
 {
 	sigset_t	all,
 				old;
@@ -404,7 +165,7 @@ sweep_part(void *arg)
 								 (uint64_t) ((int64_t) gr->ckey[sp->c0] + sp->off[r] - DG_REACH));
 	for (int64_t c = sp->c0; c < sp->c1; c++)
 	{
-		if (sp->main && ((c - sp->c0) & 0xffff) == 0 && poll_now(gr))
+		if (sp->main && ((c - sp->c0) & 0xffff) == 0 && dg_poll_now(gr))
 			return NULL;
 		if (!sp->main && atomic_load_explicit(&gr->stop, memory_order_relaxed))
 			return NULL;
@@ -483,7 +244,7 @@ find_neighbours(DbGrid *gr)
 	}
 	if (ok)
 	{
-		started = start_helpers(th, parts, sweep_part, (char *) sp, sizeof(SweepPart));
+		started = dg_start_helpers(th, parts, sweep_part, (char *) sp, sizeof(SweepPart));
 		sweep_part(&sp[0]);
 		/* parts whose helper did not start: the caller's thread's, polling */
 		for (int t = started + 1; t < parts; t++)
@@ -558,7 +319,7 @@ should_stop(DgCtx *cx)
 	{
 		cx->next_poll = cx->work + DG_POLL_WORK;
 		if (cx->main)
-			return poll_now(cx->gr);
+			return dg_poll_now(cx->gr);
 	}
 	return atomic_load_explicit(&cx->gr->stop, memory_order_relaxed);
 }
@@ -779,7 +540,7 @@ run_phase(DgPhase *ph, DgCtx *cx)
 	atomic_store(&ph->next, 0);
 	/* counted before they start, so that none can finish uncounted */
 	atomic_store(&ph->running, helpers);
-	started = start_helpers(th, helpers + 1, phase_main, (char *) ph, 0);
+	started = dg_start_helpers(th, helpers + 1, phase_main, (char *) ph, 0);
 	atomic_fetch_sub(&ph->running, helpers - started);
 	phase_share(ph, cx);
 	while (atomic_load(&ph->running) > 0)
@@ -787,7 +548,7 @@ run_phase(DgPhase *ph, DgCtx *cx)
 		struct timespec ms = {0, 500000};
 
 		nanosleep(&ms, NULL);
-		poll_now(cx->gr);
+		dg_poll_now(cx->gr);
 	}
 	for (int t = 1; t <= started; t++)
 		pthread_join(th[t], NULL);
@@ -819,7 +580,7 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 	gr.threads = threads > 0 ? (threads < DG_MAX_THREADS ? threads : DG_MAX_THREADS) : 1;
 	gr.poll = poll;
 	gr.poll_arg = poll_arg;
-	if (!build_cells(&gr, p, eps, &fit))
+	if (!dg_build_cells(&gr, p, eps, &fit))
 	{
 		grid_free(&gr);
 		if (!fit)
