@@ -33,15 +33,7 @@ for a in "$@"; do
 done
 [ $# -eq 0 ] && STRESS=1 CANCEL=1 SANITIZE=1 THREADS=1 JOINS=1 FULL=1
 PASSED=0 FAILED=0
-add_counts() {
-    local line
-    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" 2>/dev/null | tail -1)
-    if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-        PASSED=$((PASSED + BASH_REMATCH[1])) FAILED=$((FAILED + BASH_REMATCH[2]))
-    else
-        FAILED=$((FAILED + 1))
-    fi
-}
+. test/gpu/lib.sh
 
 if [ -f .device/pg-up.sh ] && ! command -v pg_config >/dev/null; then
     . .device/pg-up.sh .device/pg15-portable.tar.xz

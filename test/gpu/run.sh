@@ -29,17 +29,7 @@ OUT=${OUT:-/tmp/tcjoin-gpu-out}
 mkdir -p "$OUT"
 PASSED=0 FAILED=0
 
-# Add a program's closing "N passed, N failed" line to the totals; a log
-# without one (a crash, a build failure) counts as one failure.
-add_counts() {
-    local line
-    line=$(tail -1 "$1" 2>/dev/null)
-    if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-        PASSED=$((PASSED + BASH_REMATCH[1])) FAILED=$((FAILED + BASH_REMATCH[2]))
-    else
-        FAILED=$((FAILED + 1))
-    fi
-}
+. test/gpu/lib.sh
 
 if [ -f .device/pg-up.sh ] && ! command -v pg_config >/dev/null; then
     . .device/pg-up.sh .device/pg15-portable.tar.xz

@@ -20,15 +20,7 @@ done
 OUT=${OUT:-/tmp/tcjoin-gpu-out}
 mkdir -p "$OUT"
 PASSED=0 FAILED=0
-add_counts() {
-    local line
-    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" 2>/dev/null | tail -1)
-    if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-        PASSED=$((PASSED + BASH_REMATCH[1])) FAILED=$((FAILED + BASH_REMATCH[2]))
-    else
-        FAILED=$((FAILED + 1))
-    fi
-}
+. test/gpu/lib.sh
 
 # the build, the install and pg_regress with tcjoin.device = gpu (tensor cores on)
 OUT=$OUT REGRESS_TC=${REGRESS_TC:-on} test/gpu/run.sh --no-stress --no-bench | tee "$OUT/regress-run.log"
