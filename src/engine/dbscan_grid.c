@@ -364,27 +364,51 @@ find_cores(DgCtx *cx, int64_t min_points, int64_t c)
  * smaller position.  The graph takes the finished forest.
  */
 static int64_t
-uf_find(int64_t *up, int64_t x)
+uf_find(_Atomic int64_t *up, int64_t x)
 {
-	while (up[x] != x)
+	for (;;)
 	{
-		up[x] = up[up[x]];		/* path halving */
-		x = up[x];
+		int64_t		p = atomic_load_explicit(&up[x], memory_order_acquire);
+		int64_t		gp;
+
+		if (p == x)
+			return x;
+		gp = atomic_load_explicit(&up[p], memory_order_acquire);
+		/* path halving: gp is an ancestor of x, and stays one */
+		if (gp != p)
+			atomic_store_explicit(&up[x], gp, memory_order_relaxed);
+		x = gp;
 	}
-	return x;
 }
 
+/*
+ * Unite the sets of a and b, shared by threads: a root is linked under
+ * the smaller root by a compare-and-swap that holds only while it is still
+ * a root (parents only ever decrease, so no cycle can form).
+ */
 static void
-uf_unite(int64_t *up, int64_t a, int64_t b)
+uf_unite(_Atomic int64_t *up, int64_t a, int64_t b)
 {
-	a = uf_find(up, a);
-	b = uf_find(up, b);
-	if (a == b)
-		return;
-	if (a < b)
-		up[b] = a;
-	else
-		up[a] = b;
+	for (;;)
+	{
+		int64_t		expect;
+
+		a = uf_find(up, a);
+		b = uf_find(up, b);
+		if (a == b)
+			return;
+		if (a < b)
+		{
+			int64_t		t = a;
+
+			a = b;
+			b = t;
+		}
+		expect = a;
+		if (atomic_compare_exchange_weak_explicit(&up[a], &expect, b, memory_order_acq_rel,
+												  memory_order_acquire))
+			return;
+	}
 }
 
 /* A cell's first core (its cores' set, where the cell is tight), or -1. */
@@ -398,9 +422,13 @@ first_core(const DbGrid *gr, int64_t c)
 			return s;
 }
 
-/* Cores linked within each cell: a tight cell's all at once, any other's pair by pair. */
+/*
+ * Cores linked within each cell: a tight cell's all at once, any other's
+ * pair by pair.  Cells are independent here (their points' sets are their
+ * own until the links across), so threads share them.
+ */
 static void
-link_within(DgCtx *cx, int64_t *up, int64_t c)
+link_within(DgCtx *cx, _Atomic int64_t *up, int64_t c)
 {
 	DbGrid	   *gr = cx->gr;
 	int64_t		first = first_core(gr, c);
@@ -413,7 +441,7 @@ link_within(DgCtx *cx, int64_t *up, int64_t c)
 		if (!gr->core[s] || should_stop(cx))
 			continue;
 		if (gr->tight[c])
-			up[s] = first;		/* every point is its own set until now */
+			atomic_store_explicit(&up[s], first, memory_order_relaxed);	/* its own set until now */
 		else
 			for (int64_t t = first; t < s; t++)
 				if (gr->core[t] && uf_find(up, s) != uf_find(up, t) && within(cx, s, t, &dist))
@@ -421,9 +449,14 @@ link_within(DgCtx *cx, int64_t *up, int64_t c)
 	}
 }
 
-/* Cores linked to each neighbour cell after c: one pair within eps joins two tight cells. */
+/*
+ * Cores linked to each neighbour cell after c: one pair within eps joins
+ * two tight cells.  After every cell's links within (a tight cell's cores
+ * are set under its first core at once, which would undo a link made to
+ * one of them before); threads share the cells, the union-find is theirs.
+ */
 static void
-link_across(DgCtx *cx, int64_t *up, int64_t c)
+link_across(DgCtx *cx, _Atomic int64_t *up, int64_t c)
 {
 	DbGrid	   *gr = cx->gr;
 	int64_t		first = first_core(gr, c);
@@ -483,18 +516,38 @@ border_candidates(DgCtx *cx, TcGraph *g, int64_t c)
 	}
 }
 
+/* Each core of cell c under its root, by original index, in the graph's forest. */
+static void
+set_parents(DbGrid *gr, TcGraph *g, _Atomic int64_t *up, int64_t c)
+{
+	for (int64_t s = gr->cstart[c]; s < gr->cstart[c + 1]; s++)
+		if (gr->core[s])
+			tc_graph_dbscan_set_parent(g, gr->idx[s], gr->idx[uf_find(up, s)]);
+}
+
 /*
- * A phase whose cells are independent (the cores, the border candidates),
+ * A phase over the cells (the cores, the links, the forest, the border
+ * candidates),
  * shared by threads taking DG_CHUNK cells at a time.  The helpers start
  * with every signal blocked and never poll; the caller's thread takes its
  * share, then polls while it waits for them.
  */
+typedef enum DgPhaseKind
+{
+	DG_CORES,					/* each point's core flag */
+	DG_LINKS_WITHIN,			/* the cores linked within their cells */
+	DG_LINKS_ACROSS,			/* and across neighbouring cells */
+	DG_PARENTS,					/* the forest to the graph */
+	DG_BORDERS					/* each non-core point's candidates */
+} DgPhaseKind;
+
 typedef struct DgPhase
 {
 	DbGrid	   *gr;
 	TcGraph    *g;
 	int64_t		min_points;
-	bool		borders;		/* the border candidates, else the cores */
+	DgPhaseKind kind;
+	_Atomic int64_t *up;		/* the links' union-find over sorted positions */
 	atomic_llong next;			/* the next chunk's first cell */
 	atomic_int	running;		/* helpers not yet done */
 } DgPhase;
@@ -511,10 +564,24 @@ phase_share(DgPhase *ph, DgCtx *cx)
 			return;
 		for (int64_t c = c0; c < c1; c++)
 		{
-			if (ph->borders)
-				border_candidates(cx, ph->g, c);
-			else
-				find_cores(cx, ph->min_points, c);
+			switch (ph->kind)
+			{
+				case DG_CORES:
+					find_cores(cx, ph->min_points, c);
+					break;
+				case DG_LINKS_WITHIN:
+					link_within(cx, ph->up, c);
+					break;
+				case DG_LINKS_ACROSS:
+					link_across(cx, ph->up, c);
+					break;
+				case DG_PARENTS:
+					set_parents(ph->gr, ph->g, ph->up, c);
+					break;
+				case DG_BORDERS:
+					border_candidates(cx, ph->g, c);
+					break;
+			}
 		}
 	}
 }
@@ -564,7 +631,7 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 	DgPhase		ph;
 	bool		fit;
 	bool	   *core = NULL;
-	int64_t    *up = NULL;
+	_Atomic int64_t *up = NULL;
 
 	*done = false;
 	if ((p->d != 2 && p->d != 3) || !(eps > 0) || p->n < 1)
@@ -602,7 +669,7 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 	ph.gr = &gr;
 	ph.g = g;
 	ph.min_points = min_points;
-	ph.borders = false;
+	ph.kind = DG_CORES;
 	run_phase(&ph, &cx);
 	if (atomic_load(&gr.stop))
 		goto stopped;
@@ -611,38 +678,37 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 	if (!tc_graph_dbscan_set_cores(g, core))
 		goto nomem_free;
 	for (int64_t s = 0; s < gr.n; s++)
-		up[s] = s;
-	for (int64_t c = 0; c < gr.ncells && !atomic_load(&gr.stop); c++)
-		link_within(&cx, up, c);
-	for (int64_t c = 0; c < gr.ncells && !atomic_load(&gr.stop); c++)
-		link_across(&cx, up, c);
-	if (atomic_load(&gr.stop))
-		goto stopped;
-	/* the forest to the graph: each core under its root, by original index */
-	for (int64_t s = 0; s < gr.n; s++)
-		if (gr.core[s])
-			tc_graph_dbscan_set_parent(g, gr.idx[s], gr.idx[uf_find(up, s)]);
+		atomic_init(&up[s], s);
+	/* the links within every cell before any across (link_across), then the forest to the graph */
+	ph.up = up;
+	for (DgPhaseKind k = DG_LINKS_WITHIN; k <= DG_PARENTS; k++)
+	{
+		ph.kind = k;
+		run_phase(&ph, &cx);
+		if (atomic_load(&gr.stop))
+			goto stopped;
+	}
 	/* each border point's candidates written by one thread: its own entry of the graph */
-	ph.borders = true;
+	ph.kind = DG_BORDERS;
 	run_phase(&ph, &cx);
 	if (atomic_load(&gr.stop))
 		goto stopped;
 	*done = true;
 	grid_free(&gr);
 	free(core);
-	free(up);
+	free((void *) up);
 	return TC_OK;
 
 stopped:
 	grid_free(&gr);
 	free(core);
-	free(up);
+	free((void *) up);
 	return TC_STOPPED;
 
 nomem_free:
 	grid_free(&gr);
 	free(core);
-	free(up);
+	free((void *) up);
 nomem:
 	err->status = TC_ERR_NOMEM;
 	strcpy(err->message, "out of memory for DBSCAN's grid");
