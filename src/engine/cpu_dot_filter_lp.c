@@ -59,7 +59,6 @@
  */
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -338,8 +337,6 @@ build_set(TcJoin *join, TcDotFilterLp *f, const TcPoints *p, const double *norm,
 		int64_t		step = ((c1 - c0 + nt - 1) / nt + 255) / 256 * 256;
 		pthread_t	th[TC_LP_MAX_THREADS];
 		bool		started[TC_LP_MAX_THREADS] = {false};
-		sigset_t	all,
-					old;
 		int			np = 0;
 
 		if (!tc_poll(join))
@@ -347,12 +344,9 @@ build_set(TcJoin *join, TcDotFilterLp *f, const TcPoints *p, const double *norm,
 		for (int64_t i0 = c0; i0 < c1; i0 += step, np++)
 			part[np] = (LpPart) {f, p, set, i0, c1 - i0 > step ? i0 + step : c1,
 			q + (size_t) np * dp, x + (size_t) np * dp, true};
-		/* the helpers never run the host's signal handlers */
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
+		/* the helpers never run the host's signal handlers (tc_start_thread) */
 		for (int t = 1; t < np; t++)
-			started[t] = pthread_create(&th[t], NULL, quantise_part, &part[t]) == 0;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+			started[t] = tc_start_thread(&th[t], quantise_part, &part[t]) == 0;
 		for (int t = 0; t < np; t++)
 			if (!started[t])
 				quantise_part(&part[t]);

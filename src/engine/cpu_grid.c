@@ -363,7 +363,7 @@ build_two_sets(TcJoin *join, Grid *g)
 	g->join = join;
 	atomic_init(&g->b_done, false);
 	/* a second thread only where the join may take one (tcjoin.cpu_threads) */
-	g->b_started = join->params.threads > 1 && tc_start_thread(&g->b_thread, build_b_main, g);
+	g->b_started = join->params.threads > 1 && tc_start_thread(&g->b_thread, build_b_main, g) == 0;
 	if (!g->b_started)
 	{
 		if ((st = build_set(join, g, &join->a, &g->a, true)) != TC_OK)

@@ -28,7 +28,6 @@
  */
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,23 +91,18 @@ boxes_near(const DbGrid *gr, int64_t a, int64_t b)
 	return dg_sq_sum(t, d) <= gr->thr;
 }
 
-/* Helpers with every signal blocked (dbscan_grid.h). */
+/* Helpers with every signal blocked, by tc_start_thread (dbscan_grid.h). */
 int
 dg_start_helpers(pthread_t *th, int n, void *(*fn) (void *), char *args, size_t stride)
 {
-	sigset_t	all,
-				old;
 	int			started = 0;
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (int t = 1; t < n; t++)
 	{
-		if (pthread_create(&th[t], NULL, fn, args + (size_t) t * stride) != 0)
+		if (tc_start_thread(&th[t], fn, args + (size_t) t * stride) != 0)
 			break;
 		started = t;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return started;
 }
 
@@ -358,59 +352,6 @@ find_cores(DgCtx *cx, int64_t min_points, int64_t c)
 	}
 }
 
-/*
- * The cores' union-find, over the points' sorted positions (a cell's
- * points lie together, so finds stay in cache); a root links under the
- * smaller position.  The graph takes the finished forest.
- */
-static int64_t
-uf_find(_Atomic int64_t *up, int64_t x)
-{
-	for (;;)
-	{
-		int64_t		p = atomic_load_explicit(&up[x], memory_order_acquire);
-		int64_t		gp;
-
-		if (p == x)
-			return x;
-		gp = atomic_load_explicit(&up[p], memory_order_acquire);
-		/* path halving: gp is an ancestor of x, and stays one */
-		if (gp != p)
-			atomic_store_explicit(&up[x], gp, memory_order_relaxed);
-		x = gp;
-	}
-}
-
-/*
- * Unite the sets of a and b, shared by threads: a root is linked under
- * the smaller root by a compare-and-swap that holds only while it is still
- * a root (parents only ever decrease, so no cycle can form).
- */
-static void
-uf_unite(_Atomic int64_t *up, int64_t a, int64_t b)
-{
-	for (;;)
-	{
-		int64_t		expect;
-
-		a = uf_find(up, a);
-		b = uf_find(up, b);
-		if (a == b)
-			return;
-		if (a < b)
-		{
-			int64_t		t = a;
-
-			a = b;
-			b = t;
-		}
-		expect = a;
-		if (atomic_compare_exchange_weak_explicit(&up[a], &expect, b, memory_order_acq_rel,
-												  memory_order_acquire))
-			return;
-	}
-}
-
 /* A cell's first core (its cores' set, where the cell is tight), or -1. */
 static inline int64_t
 first_core(const DbGrid *gr, int64_t c)
@@ -423,8 +364,10 @@ first_core(const DbGrid *gr, int64_t c)
 }
 
 /*
- * Cores linked within each cell: a tight cell's all at once, any other's
- * pair by pair.  Cells are independent here (their points' sets are their
+ * Cores linked within each cell, in the cores' union-find over the points'
+ * sorted positions (tc_uf_find, tc_uf_unite: a cell's points lie together,
+ * so finds stay in cache; the graph takes the finished forest): a tight
+ * cell's all at once, any other's pair by pair.  Cells are independent here (their points' sets are their
  * own until the links across), so threads share them.
  */
 static void
@@ -444,8 +387,9 @@ link_within(DgCtx *cx, _Atomic int64_t *up, int64_t c)
 			atomic_store_explicit(&up[s], first, memory_order_relaxed);	/* its own set until now */
 		else
 			for (int64_t t = first; t < s; t++)
-				if (gr->core[t] && uf_find(up, s) != uf_find(up, t) && within(cx, s, t, &dist))
-					uf_unite(up, s, t);
+				if (gr->core[t] && tc_uf_find(up, s) != tc_uf_find(up, t) &&
+					within(cx, s, t, &dist))
+					tc_uf_unite(up, s, t);
 	}
 }
 
@@ -474,17 +418,17 @@ link_across(DgCtx *cx, _Atomic int64_t *up, int64_t c)
 		if (o < c || (fo = first_core(gr, o)) < 0)
 			continue;
 		both_tight = gr->tight[c] && gr->tight[o];
-		if (both_tight && uf_find(up, first) == uf_find(up, fo))
+		if (both_tight && tc_uf_find(up, first) == tc_uf_find(up, fo))
 			continue;
 		for (int64_t s = first; s < gr->cstart[c + 1] && !linked; s++)
 		{
 			if (!gr->core[s] || should_stop(cx))
 				continue;
 			for (int64_t t = fo; t < gr->cstart[o + 1] && !linked; t++)
-				if (gr->core[t] && (both_tight || uf_find(up, s) != uf_find(up, t)) &&
+				if (gr->core[t] && (both_tight || tc_uf_find(up, s) != tc_uf_find(up, t)) &&
 					within(cx, s, t, &dist))
 				{
-					uf_unite(up, s, t);
+					tc_uf_unite(up, s, t);
 					linked = both_tight;
 				}
 		}
@@ -522,7 +466,7 @@ set_parents(DbGrid *gr, TcGraph *g, _Atomic int64_t *up, int64_t c)
 {
 	for (int64_t s = gr->cstart[c]; s < gr->cstart[c + 1]; s++)
 		if (gr->core[s])
-			tc_graph_dbscan_set_parent(g, gr->idx[s], gr->idx[uf_find(up, s)]);
+			tc_graph_dbscan_set_parent(g, gr->idx[s], gr->idx[tc_uf_find(up, s)]);
 }
 
 /*

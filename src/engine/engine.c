@@ -606,51 +606,43 @@ nomem:
 }
 
 /*
- * A thread of the engine's, started with every signal blocked (the host's
- * handlers run on its own thread only): blocked here around pthread_create,
- * so that no signal can land on the new thread before it could block them.
- * False where it did not start.
+ * A thread of the engine's, started with every signal blocked, so that the
+ * host's handlers (PostgreSQL's) run only on its own thread: blocked here
+ * around pthread_create, so that the new thread inherits the mask and no
+ * signal can land on it before it could block them itself.  Returns
+ * pthread_create's result (0: started).
  */
-bool
+int
 tc_start_thread(pthread_t *th, void *(*fn) (void *), void *arg)
 {
 	sigset_t	all,
 				old;
-	bool		ok;
+	int			rc;
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ok = pthread_create(th, NULL, fn, arg) == 0;
+	rc = pthread_create(th, NULL, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return ok;
+	return rc;
 }
 
 /*
- * Start the workers with every signal blocked, so that the host's handlers
- * (PostgreSQL's) run only on its own thread.  Blocked in this thread around
- * pthread_create, so a new thread inherits the mask and no signal can land
- * on it before it could block them itself.  Returns how many started; *rc
- * is the error of the first that could not.
+ * Start the workers (tc_start_thread).  Returns how many started; *rc is
+ * the error of the first that could not.
  */
 static int
 start_workers(TcJoin *join, int *rc)
 {
-	sigset_t	all,
-				old;
 	int			started = 0;
 
 	*rc = 0;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (int i = 0; i < join->nworkers; i++)
 	{
-		if ((*rc = pthread_create(&join->workers[i].thread, NULL, worker_main,
-								  &join->workers[i])) != 0)
+		if ((*rc = tc_start_thread(&join->workers[i].thread, worker_main, &join->workers[i])) != 0)
 			break;
 		join->workers[i].started = true;
 		started++;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return started;
 }
 

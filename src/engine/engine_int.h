@@ -191,8 +191,16 @@ tc_check_rows(int64_t width)
  */
 extern bool tc_poll(TcJoin *join);
 
-/* Start a thread with every signal blocked (engine.c); false where it did not start. */
-extern bool tc_start_thread(pthread_t *th, void *(*fn) (void *), void *arg);
+/*
+ * A union-find over an array of parents (graph.c), shared by threads:
+ * the root of x's set, and the union of a's and b's (the larger root under
+ * the smaller, by CAS).
+ */
+extern int64_t tc_uf_find(_Atomic int64_t *parent, int64_t x);
+extern void tc_uf_unite(_Atomic int64_t *parent, int64_t a, int64_t b);
+
+/* Start a thread with every signal blocked (engine.c); pthread_create's result, 0: started. */
+extern int	tc_start_thread(pthread_t *th, void *(*fn) (void *), void *arg);
 
 /*
  * The contract's squared norms of p's points into *out (malloc'd; set 0 is

@@ -16,7 +16,6 @@
  * runs while the caller polls or leaves.
  */
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,13 +84,10 @@ alloc_n(int64_t n, size_t size)
 
 static void *pool_main(void *arg);
 
-/* The pool's helpers, with every signal blocked; fewer where some do not start. */
+/* The pool's helpers (tc_start_thread); fewer where some do not start. */
 static void
 pool_start(TcGraph *g, int threads)
 {
-	sigset_t	all,
-				old;
-
 	g->split = TC_GRAPH_SPLIT_PAIRS;
 	g->nthreads = 1;
 	if (threads < 2 || (g->kind != TC_GRAPH_DEGREES && g->kind != TC_GRAPH_COMPONENTS &&
@@ -103,15 +99,12 @@ pool_start(TcGraph *g, int threads)
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_cond_init(&g->work_cv, NULL);
 	pthread_cond_init(&g->done_cv, NULL);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (int t = 0; t < threads - 1; t++)
 	{
-		if (pthread_create(&g->threads[t], NULL, pool_main, g) != 0)
+		if (tc_start_thread(&g->threads[t], pool_main, g) != 0)
 			break;
 		g->started++;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	g->nthreads = g->started + 1;
 }
 
@@ -228,8 +221,9 @@ tc_graph_degree(const TcGraph *g, int64_t i)
 
 /* ---------- union-find ---------- */
 
-static int64_t
-find(_Atomic int64_t *parent, int64_t x)
+/* The root of x's set; paths halved by CAS (a lost race only leaves the path longer). */
+int64_t
+tc_uf_find(_Atomic int64_t *parent, int64_t x)
 {
 	for (;;)
 	{
@@ -239,7 +233,6 @@ find(_Atomic int64_t *parent, int64_t x)
 		if (p == x)
 			return x;
 		gp = atomic_load_explicit(&parent[p], memory_order_relaxed);
-		/* path halving; a lost race only leaves the path longer */
 		if (gp != p)
 			atomic_compare_exchange_weak_explicit(&parent[x], &p, gp, memory_order_relaxed,
 												  memory_order_relaxed);
@@ -248,17 +241,17 @@ find(_Atomic int64_t *parent, int64_t x)
 }
 
 /*
- * The root of larger index goes under the smaller: by CAS where the pool
- * shares the batch (conc), retried where another link came first; by a
- * plain store on the caller's thread alone.
+ * Unite the sets of a and b, shared by threads: the root of larger index
+ * goes under the smaller by CAS, retried where another link came first
+ * (parents only decrease, so no link closes a cycle).
  */
-static void
-unite(TcGraph *g, int64_t a, int64_t b, bool conc)
+void
+tc_uf_unite(_Atomic int64_t *parent, int64_t a, int64_t b)
 {
 	for (;;)
 	{
-		int64_t		ra = find(g->parent, a);
-		int64_t		rb = find(g->parent, b);
+		int64_t		ra = tc_uf_find(parent, a);
+		int64_t		rb = tc_uf_find(parent, b);
 		int64_t		expect;
 
 		if (ra == rb)
@@ -270,28 +263,53 @@ unite(TcGraph *g, int64_t a, int64_t b, bool conc)
 			ra = rb;
 			rb = t;
 		}
-		if (!conc)
-		{
-			/* by rank: shallower trees; a later CAS link still never closes a cycle */
-			if (g->rank[ra] < g->rank[rb])
-			{
-				int64_t		t = ra;
-
-				ra = rb;
-				rb = t;
-			}
-			atomic_store_explicit(&g->parent[rb], ra, memory_order_relaxed);
-			if (g->rank[ra] == g->rank[rb])
-				g->rank[ra]++;
-			return;
-		}
 		expect = rb;
-		if (atomic_compare_exchange_strong_explicit(&g->parent[rb], &expect, ra,
+		if (atomic_compare_exchange_strong_explicit(&parent[rb], &expect, ra,
 													memory_order_relaxed, memory_order_relaxed))
 			return;
 		a = ra;
 		b = rb;
 	}
+}
+
+/*
+ * The graph's union: tc_uf_unite where the pool shares the batch (conc);
+ * by rank, a plain store, on the caller's thread alone (shallower trees; a
+ * later CAS link still never closes a cycle).
+ */
+static void
+unite(TcGraph *g, int64_t a, int64_t b, bool conc)
+{
+	int64_t		ra,
+				rb;
+
+	if (conc)
+	{
+		tc_uf_unite(g->parent, a, b);
+		return;
+	}
+	ra = tc_uf_find(g->parent, a);
+	rb = tc_uf_find(g->parent, b);
+	if (ra == rb)
+		return;
+	/* the smaller index the root, unless the other tree is deeper */
+	if (ra > rb)
+	{
+		int64_t		t = ra;
+
+		ra = rb;
+		rb = t;
+	}
+	if (g->rank[ra] < g->rank[rb])
+	{
+		int64_t		t = ra;
+
+		ra = rb;
+		rb = t;
+	}
+	atomic_store_explicit(&g->parent[rb], ra, memory_order_relaxed);
+	if (g->rank[ra] == g->rank[rb])
+		g->rank[ra]++;
 }
 
 /* ---------- neighbour lists ---------- */
@@ -570,7 +588,7 @@ tc_graph_components(TcGraph *g, int64_t *out)
 	int64_t    *minid;
 
 	for (int64_t i = 0; i < g->n; i++)
-		out[i] = find(g->parent, i);
+		out[i] = tc_uf_find(g->parent, i);
 	minid = root_min_ids(g, out);
 	if (minid == NULL)
 	{
@@ -733,8 +751,8 @@ tc_graph_dbscan(TcGraph *g, int32_t *cluster, bool *is_core)
 	}
 	/* each point's cluster root: a core's own, a border point's nearest core's; -1 noise */
 	for (int64_t i = 0; i < g->n; i++)
-		member[i] = g->core[i] ? find(g->parent, i) :
-			g->best[i] >= 0 ? find(g->parent, g->best[i]) : -1;
+		member[i] = g->core[i] ? tc_uf_find(g->parent, i) :
+			g->best[i] >= 0 ? tc_uf_find(g->parent, g->best[i]) : -1;
 	minid = root_min_ids(g, member);
 	roots = malloc(sizeof(RootKey) * (size_t) (g->n > 0 ? g->n : 1));
 	if (minid == NULL || roots == NULL)

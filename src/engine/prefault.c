@@ -14,14 +14,13 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "engine_int.h"
 
 #define TC_PREFAULT_MAX_THREADS 8
 #define TC_PREFAULT_CHUNK ((size_t) 2 << 20)	/* a huge page */
@@ -67,8 +66,6 @@ tc_prefault_start(void *buf, size_t bytes, int threads)
 	uintptr_t	lo,
 				hi;
 	TcPrefault *pf;
-	sigset_t	all,
-				old;
 
 	if (page <= 0 || threads < 1 || buf == NULL)
 		return NULL;
@@ -85,13 +82,10 @@ tc_prefault_start(void *buf, size_t bytes, int threads)
 	atomic_init(&pf->stop, false);
 	if (threads > TC_PREFAULT_MAX_THREADS)
 		threads = TC_PREFAULT_MAX_THREADS;
-	/* the threads never run the host's signal handlers */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* the threads never run the host's signal handlers (tc_start_thread) */
 	for (int i = 0; i < threads; i++)
-		if (pthread_create(&pf->th[pf->nthreads], NULL, prefault_main, pf) == 0)
+		if (tc_start_thread(&pf->th[pf->nthreads], prefault_main, pf) == 0)
 			pf->nthreads++;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pf->nthreads == 0)
 	{
 		free(pf);
