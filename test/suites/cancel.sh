@@ -20,8 +20,9 @@
 # before the "N passed, N failed" line.
 #
 # Each phase's moments come from a calibration run (tc_last_stats of a join
-# that loads and plans the same relation, then finishes) and are spread
-# over the phase.  The long work item: c_cell (test/stress/cancel_setup.sql)
+# that loads and plans the same relation, then finishes; run once before,
+# so that it finds the relation's pages cached, as the runs it times do)
+# and are spread over the phase.  The long work item: c_cell (test/stress/cancel_setup.sql)
 # holds 120,000 points of 512 dimensions in one grid cell and no pair, so
 # each of the grid's 64-point work items compares its points with the rest
 # of the cell (up to 64 x 120,000 pairs of 512 dimensions: seconds).
@@ -170,6 +171,8 @@ for i in "${!SCEN[@]}"; do
     L=0 I=0 J=0
     if [ -n "$calib" ]; then
         [ "$calib" = self ] && calib=$sql
+        # once to warm the relation's pages, then timed in a new session, as the runs below are
+        q_db "$DB" -c "$calib" >/dev/null 2>&1
         stats=$(q_db "$DB" -c "$calib" -c "SELECT round(load_ms) || ' ' || round(index_ms) || ' ' || round(join_ms) FROM tc_last_stats()" 2>&1 | tail -n 1)
         if ! read -r L I J <<<"$stats" || ! [[ $L =~ ^[0-9]+$ && $I =~ ^[0-9]+$ && $J =~ ^[0-9]+$ ]]; then
             bad "$label: calibration: $stats"
