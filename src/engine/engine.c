@@ -234,6 +234,8 @@ run_gpu_once(TcJoin *join, TcError *err)
 	bool		planned;
 
 	params.include_self = false;
+	if ((st = tc_devices_resolve(&params, err)) != TC_OK)
+		return st;
 	/* the dot-product metrics: FP16 brute force (choose.c checked that it can run) */
 	if (join->params.metric != TC_METRIC_EUCLIDEAN)
 		return run_gpu_brute(join, &params, err);

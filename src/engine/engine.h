@@ -132,6 +132,9 @@ typedef enum TcGpuFull
 	TC_GPU_FULL_ERROR			/* fail with TC_ERR_GPU_FULL */
 } TcGpuFull;
 
+/* The most GPUs tc_device_list reports, and one join may use. */
+#define TC_MAX_DEVICES 16
+
 typedef struct TcJoinParams
 {
 	double		eps;			/* finite; >= 0 but for the inner product */
@@ -146,8 +149,22 @@ typedef struct TcJoinParams
 	size_t		gpu_memory_limit;	/* bytes a GPU join may take; 0: no limit */
 	size_t		gpu_result_pairs;	/* GPU result buffer, in pairs; 0: default */
 	TcGpuFull	gpu_full;
+	/*
+	 * The GPUs one join may use (tcjoin.devices), by CUDA's numbering: 0
+	 * entries for every GPU the process sees; a number may repeat (the
+	 * same GPU twice runs the several-GPU path on one).
+	 */
+	int			ndevices;
+	int			devices[TC_MAX_DEVICES];
 	TcOverrides overrides;		/* developers' only; zero for users */
 } TcJoinParams;
+
+/*
+ * tcjoin.devices' syntax: "all" (*n = 0), or GPU numbers separated by
+ * commas, each below TC_MAX_DEVICES, at most TC_MAX_DEVICES of them.
+ * False with a message in msg where s is neither.  devices.c.
+ */
+extern bool tc_devices_parse(const char *s, int *devices, int *n, char *msg, size_t msglen);
 
 /*
  * One result pair.  a indexes the first point set, b the second (or the same
@@ -308,6 +325,14 @@ typedef struct TcJoinStats
 	double		gpu_full_wait_seconds;	/* waiting for GPU memory (tcjoin.gpu_full = wait) */
 	double		gpu_setup_seconds;	/* the GPU's context (if new), streams and buffers */
 	bool		gpu_cold;		/* this join created the process's CUDA context */
+	/*
+	 * The GPUs that ran the join (0 on the CPU), in tcjoin.devices' order,
+	 * and each one's share of the join phase's work: of the tile pairs it
+	 * joined (FP16 brute force) or of the candidate pairs (the grid).
+	 */
+	int			gpus;
+	int			gpu_ids[TC_MAX_DEVICES];
+	double		gpu_share[TC_MAX_DEVICES];
 } TcJoinStats;
 
 typedef struct TcJoin TcJoin;
@@ -392,9 +417,6 @@ extern void tc_prefault_stop(TcPrefault *pf);
  * for transparent huge pages (prefault.c); free with free().
  */
 extern void *tc_malloc_huge(size_t bytes);
-
-/* The most GPUs tc_device_list reports. */
-#define TC_MAX_DEVICES 16
 
 /*
  * The usable GPUs: fills up to max (at most TC_MAX_DEVICES) entries of out

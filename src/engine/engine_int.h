@@ -199,6 +199,9 @@ extern bool tc_poll(TcJoin *join);
 extern int64_t tc_uf_find(_Atomic int64_t *parent, int64_t x);
 extern void tc_uf_unite(_Atomic int64_t *parent, int64_t a, int64_t b);
 
+/* params->devices resolved: every GPU for "all", each listed one checked (devices.c). */
+extern TcStatus tc_devices_resolve(TcJoinParams *params, TcError *err);
+
 /* Start a thread with every signal blocked (engine.c); pthread_create's result, 0: started. */
 extern int	tc_start_thread(pthread_t *th, void *(*fn) (void *), void *arg);
 

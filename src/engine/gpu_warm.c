@@ -62,6 +62,7 @@ warm_join(int64_t n, int32_t d, double eps)
 	params.exact = true;
 	params.threads = 1;
 	params.gpu_full = TC_GPU_FULL_ERROR;
+	params.ndevices = 1;		/* device 0's kernels: what the prewarm made */
 	join = tc_join_create(&a, NULL, &params, &err);
 	if (join != NULL)
 		(void) tc_join_run(join, &sink, &err);
