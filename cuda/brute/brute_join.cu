@@ -37,7 +37,7 @@
 #include <cstring>
 
 #include "batches.h"
-#include "brute.h"
+#include "brute_run.h"
 #include "distance.h"
 
 /* Device memory of the tile-pair list for a set of ntiles tiles (a band's). */
@@ -59,99 +59,6 @@ cap_need(unsigned int c)
 	return (size_t) c * 2 * (sizeof(PairDev) + sizeof(uint2));
 }
 
-/* A zero vector's index under cosine, offset by this where it is b's. */
-static constexpr unsigned long long ZERO_IN_B = 1ull << 40;
-
-/* One join's state on the host: the points, the plan, the buffers and the choices. */
-struct BruteRun
-{
-	TcGpuJoin  *g;
-	const TcPoints *a;
-	const TcPoints *b;			/* NULL: a self-join */
-	const TcJoinParams *params;
-	double		thr;
-	const TcSink *sink;
-	TcJoinStats *stats;
-	TcError    *err;
-	double		t0;				/* the join's start */
-	double		t1;				/* the join phase's start */
-
-	/* the points */
-	unsigned int n;
-	unsigned int npad;
-	int			d;
-	size_t		rowbytes;
-	int			major;
-	int			sms;
-	/* streamed: blocks of B points (0: all at once), nblocks of them */
-	unsigned int B;
-	int			nblocks;
-	void	   *d_x;
-	/* two sets: a's rows and blocks, then b's (n = na + nb, nblocks = nblk_a + nblk_b) */
-	unsigned int na;
-	unsigned int nb;
-	int			nblk_a;
-	int			placed_a;		/* a's block at row 0, or -1 */
-
-	/* the plan and the prepared set */
-	BruteDev	bd;
-	TcF16Plan	plan;
-	double		plan_thr;		/* the filter's squared Euclidean threshold (of unit vectors under cosine) */
-	double	   *d_norm;			/* cosine: per workspace row, the squared norm and its root */
-	double	   *d_root;
-	unsigned long long *d_zero;	/* cosine: the first zero row */
-	double	   *d_c;
-	float	   *d_cen;
-	float	   *d_rad;
-
-	/* result buffers, counters */
-	unsigned int capacity;
-	PairDev    *d_pairs[2];
-	unsigned int *d_meta[2],
-			   *h_meta[2];		/* pair count, overflow, candidate count */
-	uint2	   *d_cand[2],
-			   *d_grouped[2];	/* the candidates grouped by first point */
-	unsigned int *d_group[2];	/* per position: count, then offset */
-	void	   *d_gscan[2];
-	size_t		gscan_bytes;
-	unsigned long long *d_cnt,	/* queue x 2, then (candidates, rechecked) x 2 */
-			   *h_cnt;			/* (candidates, rechecked) x 2: a batch's, read when kept */
-
-	/* the tile-pair list: squares of tiles, numbered row by row over their upper triangle */
-	unsigned long long nt_max;	/* the largest set's tiles */
-	unsigned long long band_sq; /* squares a band */
-	BrutePruneBufs pb;
-	unsigned long long band_entries;	/* the band's list entries */
-
-	/* the choices */
-	BruteConfig cfg;
-	CUtensorMap tmap;
-	double		rate;			/* pairs per tile pair seen, for the next batch */
-
-	TcStatus	check(bool *done);
-	void		set_metric(void);
-	TcStatus	zero_rows(void);
-	TcStatus	plan_memory(void);
-	TcStatus	upload_rows(const TcPoints *p, size_t first, unsigned int r, unsigned int dst,
-							unsigned long long zbase);
-	TcStatus	fetch_to(int b, unsigned int dst, unsigned int *rows);
-	TcStatus	place_two(int ba, int bb, unsigned int *sa, unsigned int *rb);
-	TcStatus	join_two(int ba, int bb);
-	TcStatus	join_pairs_of_blocks(void);
-	TcStatus	plan_and_place(void);
-	TcStatus	prepare_set(unsigned int rows, unsigned int seg0, unsigned int part);
-	TcStatus	alloc_results(void);
-	TcStatus	alloc_list(void);
-	TcStatus	alloc_grouping(void);
-	TcStatus	join_set(unsigned int split);
-	TcStatus	join_band(unsigned long long u0, unsigned long long u1, unsigned int split);
-	unsigned long long next(unsigned long long lo, double r, double *bound);
-	TcStatus	launch(int cur, unsigned long long lo, unsigned long long hi);
-	void		kept(int cur);
-	TcStatus	join_blocks(void);
-	TcStatus	free_set(void);
-	TcStatus	run(void);
-};
 
 /* The input's checks; *done where there is nothing to join. */
 TcStatus
@@ -278,70 +185,36 @@ BruteRun::plan_memory(void)
 		if (g->limit > 0)
 			avail = std::min(avail, g->limit > g->used ? g->limit - g->used : 0);
 	}
-	if ((size_t) npad * per_pt + list_need(npad / BT) + cap_need(BRUTE_MIN_CAPACITY) > avail)
-	{
-		unsigned int c = capacity;
+	unsigned int c = capacity;
+	bool		stream = (size_t) npad * per_pt + list_need(npad / BT) + cap_need(BRUTE_MIN_CAPACITY) > avail;
 
-		while (c > BRUTE_MIN_CAPACITY && cap_need(c) > avail / 4)
-			c = std::max(c / 2, (unsigned int) BRUTE_MIN_CAPACITY);
+	while (c > BRUTE_MIN_CAPACITY && cap_need(c) > avail / 4)
+		c = std::max(c / 2, (unsigned int) BRUTE_MIN_CAPACITY);
+	if (stream)
+	{
 		for (unsigned int b = BT; (unsigned long long) b * 2 < npad; b *= 2)
 			if ((size_t) 2 * b * per_pt + list_need(2ull * b / BT) + cap_need(c) <= avail)
 				B = b;
-		if (B > 0)
-			capacity = c;
 		/* else too small even for two tiles: the allocations below say so */
 	}
-	return TC_OK;
-}
-
-/*
- * Rows [first, first + r) of p to row dst of the workspace, with their
- * norms under cosine (a zero row's index reported as zbase + its index).
- */
-TcStatus
-BruteRun::upload_rows(const TcPoints *p, size_t first, unsigned int r, unsigned int dst,
-					  unsigned long long zbase)
-{
-	double		tu = tc_now();
-	TcStatus	s2 = upload(g, (char *) d_x + rowbytes * dst, (const char *) p->data + rowbytes * first,
-							rowbytes * r, g->stream[0], sink, err);
-
-	stats->gpu_upload_seconds += tc_now() - tu;
-	if (s2 == TC_OK && bd.metric == TC_METRIC_COSINE)
-		s2 = brute_norms(g, p->type, (const char *) d_x + rowbytes * dst, r, d, zbase + first,
-						 d_norm + dst, d_root + dst, d_zero, err);
-	return s2;
-}
-
-/*
- * Block b's rows to the device at row dst of the workspace; whole, when
- * there are no blocks.  Two sets: a's blocks, then b's (nblk_a on).
- */
-TcStatus
-BruteRun::fetch_to(int b, unsigned int dst, unsigned int *rows)
-{
-	const TcPoints *p = a;
-	unsigned int pn = this->b ? na : n;
-	unsigned long long zbase = 0;
-	size_t		first;
-
-	if (this->b && b >= nblk_a)
+	if (g->share != NULL)
 	{
-		p = this->b;
-		pn = nb;
-		b -= nblk_a;
-		zbase = ZERO_IN_B;
-	}
-	first = B > 0 ? (size_t) b * B : 0;
-	*rows = B > 0 ? (unsigned int) std::min((size_t) B, (size_t) pn - first) : pn;
-	return upload_rows(p, first, *rows, dst, zbase);
-}
+		/*
+		 * Several GPUs stream alike or not at all, in the blocks of the one
+		 * with the least room (the blocks number their units); where one
+		 * has no room even for two tiles (1), none streams and its
+		 * allocations fail the join.
+		 */
+		unsigned long long v = !stream ? ULLONG_MAX : B > 0 ? B : 1;
+		TcStatus	st;
 
-/* brute_make_plan's fetch: block b at row 0. */
-static TcStatus
-fetch_block(void *arg, int b, unsigned int *rows)
-{
-	return ((BruteRun *) arg)->fetch_to(b, 0, rows);
+		if ((st = share_agree_min(g, &v, err)) != TC_OK)
+			return st;
+		B = v == ULLONG_MAX || v == 1 ? 0 : (unsigned int) v;
+	}
+	if (B > 0)
+		capacity = c;
+	return TC_OK;
 }
 
 /*
@@ -395,7 +268,7 @@ BruteRun::plan_and_place(void)
 			return st;
 		plan_rows = sa + rb;
 	}
-	if ((st = brute_make_plan(g, a->type, plan_rows, d, nblocks, fetch_block, this, plan_thr,
+	if ((st = brute_make_plan(g, a->type, plan_rows, d, nblocks, brute_fetch_block, this, plan_thr,
 							  params->eps, bd, plan, &d_c, err)) != TC_OK)
 		return st;
 	/* every row has been on the device once: a zero vector stops the join before any pair */
@@ -418,69 +291,6 @@ BruteRun::prepare_set(unsigned int rows, unsigned int seg0, unsigned int part)
 
 	return brute_prepare(g, a->type, rows, d, plan, d_c, seg0, part, bd, np, &d_cen, &d_rad, stats,
 						 err);
-}
-
-/*
- * Two sets: a's block ba at row 0 (kept where it is there already), its
- * last tile filled with copies of its first row (gap rows, never a
- * candidate: convert_kernel), and b's block bb from row *sa, the first
- * tile after a's; *rb: b's rows.  Without blocks (B == 0) each set whole.
- */
-TcStatus
-BruteRun::place_two(int ba, int bb, unsigned int *sa, unsigned int *rb)
-{
-	unsigned int ra = B > 0 ? std::min(B, na - (unsigned int) ba * B) : na;
-	TcStatus	st;
-
-	*sa = (ra + BT - 1) / BT * BT;
-	if (placed_a != ba)
-	{
-		unsigned int rows;
-
-		placed_a = -1;
-		if ((st = fetch_to(ba, 0, &rows)) != TC_OK)
-			return st;
-		for (unsigned int r = ra; r < *sa; r++)
-		{
-			CHECK(cudaMemcpyAsync((char *) d_x + rowbytes * r, d_x, rowbytes, cudaMemcpyDeviceToDevice,
-								  g->stream[0]));
-			if (bd.metric == TC_METRIC_COSINE)
-			{
-				CHECK(cudaMemcpyAsync(d_norm + r, d_norm, sizeof(double), cudaMemcpyDeviceToDevice,
-									  g->stream[0]));
-				CHECK(cudaMemcpyAsync(d_root + r, d_root, sizeof(double), cudaMemcpyDeviceToDevice,
-									  g->stream[0]));
-			}
-		}
-		placed_a = ba;
-	}
-	bd.gap_lo = ra;
-	bd.gap_hi = *sa;
-	return fetch_to(nblk_a + bb, *sa, rb);
-}
-
-/*
- * Two sets: a's block ba against b's block bb, both placed and prepared
- * (each ordered alone), every tile pair across them joined; positions map
- * to a's rows below sa and to b's from it.  Then the pair's arrays go.
- */
-TcStatus
-BruteRun::join_two(int ba, int bb)
-{
-	unsigned int sa = (na + BT - 1) / BT * BT,
-				rb = nb;
-	TcStatus	st;
-
-	/* without blocks, plan_and_place placed and prepared both sets */
-	if (B > 0 && ((st = place_two(ba, bb, &sa, &rb)) != TC_OK ||
-				  (st = prepare_set(sa + rb, 0, sa)) != TC_OK))
-		return st;
-	bd.split_row = sa;
-	bd.shift_lo = (long long) ba * B;
-	bd.shift_hi = (long long) bb * B - (long long) sa;
-	if ((st = join_set(sa / BT)) != TC_OK)
-		return st;
-	return free_set();
 }
 
 /* Result buffers, counters, the ring. */
@@ -576,10 +386,14 @@ BruteRun::alloc_grouping(void)
  * The join of the set prepared in bd: every tile pair of its triangle, or
  * with split > 0 those across tile split (bi < split <= bj), a band of at
  * most band_sq squares at a time: a list of at most BAND_PAIRS tile pairs.
+ * shared (several GPUs, each with the whole set prepared alike): the
+ * squares come from the GPUs' queue, in runs small enough that the GPUs
+ * end within about a sixteenth of a share of each other.
  */
 TcStatus
-BruteRun::join_set(unsigned int split)
+BruteRun::join_set(unsigned int split, bool shared)
 {
+	GpuShare   *sh = shared ? g->share : NULL;
 	const unsigned long long nt = bd.ntiles;
 	const unsigned long long nsq = (nt + PRUNE_SQ - 1) / PRUNE_SQ;
 	unsigned long long nsq_all = nsq * (nsq + 1) / 2;
@@ -603,15 +417,55 @@ BruteRun::join_set(unsigned int split)
 		snprintf(err->message, sizeof(err->message), "could not encode a TMA descriptor");
 		return TC_ERR_INTERNAL;
 	}
-	stats->gpu_tile_pairs += split > 0 ? (unsigned long long) split * (nt - split) : nt * (nt + 1) / 2;
-	for (unsigned long long u0 = 0; u0 < nsq_all;)
-	{
-		unsigned long long u1 = std::min(nsq_all, u0 + band_sq);
+	/* the triangle's tile pairs, once for the GPUs that share it */
+	if (sh == NULL || g->share_index == 0)
+		stats->gpu_tile_pairs += split > 0 ? (unsigned long long) split * (nt - split) : nt * (nt + 1) / 2;
 
+	const unsigned long long run = sh == NULL ? band_sq :
+		std::max(1ull, std::min(band_sq, nsq_all / (16ull * (unsigned long long) sh->ngpus)));
+	unsigned long long u0 = 0,
+				u1 = 0;
+
+	for (;;)
+	{
+		if (sh != NULL)
+		{
+			if (!claim_units(sh, nsq_all, [run] (unsigned long long c) { return c + run; }, &u0, &u1))
+				break;
+		}
+		else if (u0 >= nsq_all)
+			break;
+		else
+			u1 = std::min(nsq_all, u0 + band_sq);
 		if ((st = join_band(u0, u1, split)) != TC_OK)
 			return st;
 		u0 = u1;
 	}
+	return TC_OK;
+}
+
+/*
+ * Several GPUs: this one's digest of what numbers the units (the order
+ * of a set prepared whole, or the plan that orders every block pair), so
+ * that the join can check the GPUs agree (multi.cu).
+ */
+TcStatus
+BruteRun::record_digest(void)
+{
+	unsigned long long dg = 0,
+				dp = 0;
+	TcStatus	st;
+
+	if (g->share == NULL)
+		return TC_OK;
+	if (B == 0 && (st = device_digest(g, bd.order, sizeof(*bd.order) * (size_t) bd.n, &dg,
+									  err)) != TC_OK)
+		return st;
+	if ((st = device_digest(g, d_c, sizeof(double) * (size_t) d, &dp, err)) != TC_OK)
+		return st;
+	g->share->digest[g->share_index] = dg * 31 + dp + (unsigned long long) (plan.sigma * 1e3) +
+		(unsigned long long) bd.ntiles + ((unsigned long long) B << 32);
+	g->share->has_digest[g->share_index] = true;
 	return TC_OK;
 }
 
@@ -741,77 +595,14 @@ BruteRun::kept(int cur)
 		stats->rechecked += h_cnt[2 * cur + 1];
 }
 
-/*
- * Streamed: each block pair bi <= bj.  Block bi at row 0 (it stays there
- * while the bj > bi pass after it, and is full: B rows), bj at row B.
- */
-TcStatus
-BruteRun::join_blocks(void)
-{
-	TcStatus	st;
-
-	for (int bi = 0; bi < nblocks; bi++)
-		for (int bj = bi; bj < nblocks; bj++)
-		{
-			unsigned int ri = 0,
-						rj = 0;
-
-			if ((st = bj == bi ? fetch_to(bi, 0, &ri) : fetch_to(bj, B, &rj)) != TC_OK)
-				return st;
-			if ((st = prepare_set(bj > bi ? B + rj : ri, bj > bi ? B / BT : 0, 0)) != TC_OK)
-				return st;
-			bd.split_row = B;
-			bd.shift_lo = (long long) bi * B;
-			bd.shift_hi = (long long) bj * B - B;
-			if ((st = join_set(bj > bi ? B / BT : 0)) != TC_OK || (st = free_set()) != TC_OK)
-				return st;
-		}
-	return TC_OK;
-}
-
-/* Once a prepared set's batches are drained, its arrays go. */
-TcStatus
-BruteRun::free_set(void)
-{
-	TcStatus	st;
-
-	if ((st = gpu_sync(g, g->stream[0], err)) != TC_OK ||
-		(st = gpu_sync(g, g->stream[1], err)) != TC_OK)
-		return st;
-	dev_free(g, (void *) bd.order);
-	dev_free(g, (void *) bd.h);
-	dev_free(g, (void *) bd.q);
-	dev_free(g, (void *) bd.rc);
-	dev_free(g, d_cen);
-	dev_free(g, d_rad);
-	bd.order = NULL;
-	bd.h = NULL;
-	bd.q = bd.rc = NULL;
-	d_cen = d_rad = NULL;
-	return TC_OK;
-}
-
-/* Two sets: every block of a against every block of b (one pair without blocks). */
-TcStatus
-BruteRun::join_pairs_of_blocks(void)
-{
-	const int	nblk_b = B > 0 ? nblocks - nblk_a : 1;
-	TcStatus	st;
-
-	for (int ba = 0; ba < nblk_a; ba++)
-		for (int bb = 0; bb < nblk_b; bb++)
-			if ((st = join_two(ba, bb)) != TC_OK)
-				return st;
-	return TC_OK;
-}
-
 /* The join after the checks: memory, preparation, buffers, choices, then the sets. */
 TcStatus
 BruteRun::run(void)
 {
 	TcStatus	st;
 
-	if ((st = plan_memory()) != TC_OK || (st = plan_and_place()) != TC_OK)
+	if ((st = plan_memory()) != TC_OK || (st = plan_and_place()) != TC_OK ||
+		(st = record_digest()) != TC_OK)
 		return st;
 	nt_max = B > 0 ? 2ull * B / BT : npad / BT;
 	if ((st = alloc_results()) != TC_OK)
@@ -848,7 +639,7 @@ BruteRun::run(void)
 	}
 	else if (B == 0)
 	{
-		if ((st = join_set(0)) != TC_OK)
+		if ((st = join_set(0, true)) != TC_OK)
 			return st;
 	}
 	else if ((st = join_blocks()) != TC_OK)
@@ -859,30 +650,54 @@ BruteRun::run(void)
 	return TC_OK;
 }
 
-extern "C" TcStatus
-tc_gpu_brute_join(TcGpuJoin **handle, const TcPoints *a, const TcPoints *b,
-				  const TcJoinParams *params, double thr, const TcSink *sink,
-				  TcJoinStats *stats, TcError *err)
+/* The join's points and threshold, for each GPU's run. */
+struct BruteArgs
 {
+	const TcPoints *a;
+	const TcPoints *b;
+	double		thr;
+};
+
+/* The join on one GPU, alone or as one of several sharing it (GpuJoinOne). */
+static TcStatus
+brute_one(void *ctx, TcGpuJoin **handle, const TcJoinParams *params, const TcSink *sink,
+		  TcJoinStats *stats, TcError *err, GpuShare *share, int index)
+{
+	const BruteArgs *args = (const BruteArgs *) ctx;
 	BruteRun	run = {};
 	TcStatus	st;
 	bool		done;
 
 	run.t0 = tc_now();
-	if ((st = gpu_join_begin(handle, a, params, sink, stats, err)) != TC_OK ||
-		(st = fold_begin(*handle, a->n, err)) != TC_OK)
+	if ((st = gpu_join_begin(handle, args->a, params, sink, stats, err)) != TC_OK)
+		return st;
+	(*handle)->share = share;
+	(*handle)->share_index = index;
+	if ((st = fold_begin(*handle, args->a->n, err)) != TC_OK)
 		return st;
 	run.g = *handle;
-	run.a = a;
-	run.b = b;
+	run.a = args->a;
+	run.b = args->b;
 	run.params = params;
-	run.thr = thr;
+	run.thr = args->thr;
 	run.sink = sink;
 	run.stats = stats;
 	run.err = err;
-	run.d = a->d;
-	run.rowbytes = (size_t) run.d * (size_t) a->type;
+	run.d = args->a->d;
+	run.rowbytes = (size_t) run.d * (size_t) args->a->type;
 	if ((st = run.check(&done)) != TC_OK || (!done && (st = run.run()) != TC_OK))
 		return st;
 	return fold_end(*handle, err);
+}
+
+extern "C" TcStatus
+tc_gpu_brute_join(TcGpuJoin **handle, const TcPoints *a, const TcPoints *b,
+				  const TcJoinParams *params, double thr, const TcSink *sink,
+				  TcJoinStats *stats, TcError *err)
+{
+	BruteArgs	args = {a, b, thr};
+
+	if (params->ndevices > 1)
+		return multi_gpu_join(handle, brute_one, &args, a, params, sink, stats, err);
+	return brute_one(&args, handle, params, sink, stats, err, NULL, 0);
 }

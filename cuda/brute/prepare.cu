@@ -16,14 +16,18 @@
 #include "brute.h"
 
 /*
- * Column sums over total into c (atomics: any centre is correct, the mean
- * is small); x may be one block of the points, total all of them.
+ * Column sums over total: lane blockIdx.y's share of the rows (chunks of
+ * 1024, every gridDim.y-th) summed in order into part[lane][k]; x may be
+ * one block of the points, total all of them.  No atomics: the sums, and
+ * so the centre and every point's FP16 row, are the same on every run and
+ * every GPU, which several GPUs sharing a join need (multi.cu).
  */
 template <typename T>
 __global__ void
-centre_kernel(const T *x, const double *root, unsigned int n, int d, double total, double *c)
+centre_kernel(const T *x, const double *root, unsigned int n, int d, double total, double *part)
 {
 	int			k = blockIdx.x * blockDim.x + threadIdx.x;
+	double		lane = 0.0;
 
 	if (k >= d)
 		return;
@@ -33,8 +37,25 @@ centre_kernel(const T *x, const double *root, unsigned int n, int d, double tota
 
 		for (size_t i = i0; i < n && i < i0 + 1024; i++)
 			s += filter_coord(x, root, i, d, k);
-		atomicAdd(&c[k], s / total);
+		lane += s / total;
 	}
+	part[(size_t) blockIdx.y * d + k] = lane;
+}
+
+/* c[k] += the lanes' sums, in lane order. */
+__global__ void
+centre_sum_kernel(const double *part, int lanes, int d, double *c)
+{
+	int			k = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (k >= d)
+		return;
+
+	double		s = c[k];
+
+	for (int y = 0; y < lanes; y++)
+		s += part[(size_t) y * d + k];
+	c[k] = s;
 }
 
 /* The largest |fl(x - c)|, as the bits of a non-negative double. */
@@ -187,12 +208,16 @@ convert_kernel(const T *x, unsigned int n, unsigned int npad, int d, int pitch, 
  * global, so every point's q and rc hold against every other, block or no
  * block.
  */
+/* The centre's lanes of rows at most: a block's partial sums take CENTRE_LANES x d doubles. */
+#define CENTRE_LANES 256u
+
 template <typename T>
 static TcStatus
 make_plan_as(TcGpuJoin *g, unsigned int n, int d, int nblocks, BruteFetch fetch, void *fetch_arg,
 			 double thr, double eps, BruteDev &bd, TcF16Plan &plan, double **centre, TcError *err)
 {
-	double	   *d_c;
+	double	   *d_c,
+			   *d_part;
 	unsigned long long *d_max,
 				maxbits = 0;
 	double		maxabs;
@@ -200,7 +225,8 @@ make_plan_as(TcGpuJoin *g, unsigned int n, int d, int nblocks, BruteFetch fetch,
 	cudaStream_t s = g->stream[0];
 
 	if ((st = dev_alloc(g, (void **) &d_c, sizeof(double) * d, err)) != TC_OK ||
-		(st = dev_alloc(g, (void **) &d_max, sizeof(*d_max), err)) != TC_OK)
+		(st = dev_alloc(g, (void **) &d_max, sizeof(*d_max), err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_part, sizeof(double) * CENTRE_LANES * d, err)) != TC_OK)
 		return st;
 	CHECK(cudaMemsetAsync(d_c, 0, sizeof(double) * d, s));
 	CHECK(cudaMemsetAsync(d_max, 0, sizeof(*d_max), s));
@@ -215,8 +241,14 @@ make_plan_as(TcGpuJoin *g, unsigned int n, int d, int nblocks, BruteFetch fetch,
 			if (nblocks == 1)
 				rows = n;
 			if (pass == 0)
-				centre_kernel<T><<<dim3((d + 127) / 128, std::min(4096u, (rows + 1023) / 1024)), 128, 0, s>>>(
-					(const T *) bd.x, bd.root, rows, d, (double) n, d_c);
+			{
+				const unsigned int lanes = std::max(1u, std::min(CENTRE_LANES, (rows + 1023) / 1024));
+
+				centre_kernel<T><<<dim3((d + 127) / 128, lanes), 128, 0, s>>>(
+					(const T *) bd.x, bd.root, rows, d, (double) n, d_part);
+				CHECK(cudaGetLastError());
+				centre_sum_kernel<<<(d + 127) / 128, 128, 0, s>>>(d_part, (int) lanes, d, d_c);
+			}
 			else
 				maxabs_kernel<T><<<1024, 256, 0, s>>>((const T *) bd.x, bd.root, rows, d, d_c, d_max);
 			CHECK(cudaGetLastError());
@@ -228,6 +260,7 @@ make_plan_as(TcGpuJoin *g, unsigned int n, int d, int nblocks, BruteFetch fetch,
 	if ((st = gpu_sync(g, s, err)) != TC_OK)
 		return st;
 	dev_free(g, d_max);
+	dev_free(g, d_part);
 	memcpy(&maxabs, &maxbits, sizeof(maxabs));
 	tc_f16_plan(&plan, d, thr, maxabs);
 	/*

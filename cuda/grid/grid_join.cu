@@ -250,6 +250,31 @@ build_items(GridRun *r)
 	return TC_OK;
 }
 
+/*
+ * Several GPUs: this one's digest of its work items and the order of its
+ * indexed points, which number the units (multi.cu checks they agree).
+ */
+static TcStatus
+record_digest(GridRun *r)
+{
+	TcGpuJoin  *g = r->g;
+	unsigned long long di = 0,
+				dp = 0;
+	TcStatus	st;
+
+	if (g->share == NULL)
+		return TC_OK;
+	if (r->nitems > 0 &&
+		(st = device_digest(g, r->d_items, sizeof(*r->d_items) * r->nitems, &di, r->err)) != TC_OK)
+		return st;
+	if ((st = device_digest(g, r->gd.perm, sizeof(*r->gd.perm) * (size_t) r->ix->n, &dp,
+							r->err)) != TC_OK)
+		return st;
+	g->share->digest[g->share_index] = di * 31 + dp + r->nitems;
+	g->share->has_digest[g->share_index] = true;
+	return TC_OK;
+}
+
 /* Result buffers and per-batch counters, one set per stream; the ring. */
 static TcStatus
 alloc_results(GridRun *r)
@@ -366,25 +391,42 @@ join_batches(GridRun *r)
 	auto		launch = [r] (int cur, unsigned long long lo, unsigned long long hi) { return launch_batch(r, cur, lo, hi); };
 	auto		kept = [r] (int cur) { count_kept(r, cur); };
 
+	/* several GPUs take the items from their queue */
 	if ((st = run_batches(g, r->nitems, r->d_pairs, r->h_meta, rate, next, launch, "work item",
-						  r->sink, stats, err, 0, kept)) != TC_OK)
+						  r->sink, stats, err, 0, kept, true)) != TC_OK)
 		return st;
 	stats->join_seconds = tc_now() - t1;
 	return TC_OK;
 }
 
-extern "C" TcStatus
-tc_gpu_grid_join(TcGpuJoin **handle, const TcPoints *a, const TcPoints *b,
-				 const TcJoinParams *params, const TcGridPlan *plan, double thr,
-				 const TcSink *sink, TcJoinStats *stats, TcError *err)
+/* The join's points, plan and threshold, for each GPU's run. */
+struct GridArgs
 {
+	const TcPoints *a;
+	const TcPoints *b;
+	const TcGridPlan *plan;
+	double		thr;
+};
+
+/* The join on one GPU, alone or as one of several sharing it (GpuJoinOne). */
+static TcStatus
+grid_one(void *ctx, TcGpuJoin **handle, const TcJoinParams *params, const TcSink *sink,
+		 TcJoinStats *stats, TcError *err, GpuShare *share, int index)
+{
+	const GridArgs *args = (const GridArgs *) ctx;
+	const TcPoints *a = args->a,
+			   *b = args->b;
+	const TcGridPlan *plan = args->plan;
 	GridRun		r;
 	TcStatus	st;
 	double		t0 = tc_now();
 
+	if ((st = gpu_join_begin(handle, a, params, sink, stats, err)) != TC_OK)
+		return st;
+	(*handle)->share = share;
+	(*handle)->share_index = index;
 	/* two sets have no fold (the engine's promise) */
-	if ((st = gpu_join_begin(handle, a, params, sink, stats, err)) != TC_OK ||
-		(b == NULL && (st = fold_begin(*handle, a->n, err)) != TC_OK))
+	if (b == NULL && (st = fold_begin(*handle, a->n, err)) != TC_OK)
 		return st;
 	if (b != NULL && b->n >= (int64_t) INT32_MAX)
 	{
@@ -419,8 +461,9 @@ tc_gpu_grid_join(TcGpuJoin **handle, const TcPoints *a, const TcPoints *b,
 	}
 
 	/* Upload, the index, the work items, then the batches. */
-	if ((st = build_grid(&r, plan, thr)) != TC_OK ||
-		(st = build_items(&r)) != TC_OK)
+	if ((st = build_grid(&r, plan, args->thr)) != TC_OK ||
+		(st = build_items(&r)) != TC_OK ||
+		(st = record_digest(&r)) != TC_OK)
 		return st;
 	if (r.nitems == 0)
 	{
@@ -434,4 +477,16 @@ tc_gpu_grid_join(TcGpuJoin **handle, const TcPoints *a, const TcPoints *b,
 	if ((st = join_batches(&r)) != TC_OK)
 		return st;
 	return fold_end(r.g, err);
+}
+
+extern "C" TcStatus
+tc_gpu_grid_join(TcGpuJoin **handle, const TcPoints *a, const TcPoints *b,
+				 const TcJoinParams *params, const TcGridPlan *plan, double thr,
+				 const TcSink *sink, TcJoinStats *stats, TcError *err)
+{
+	GridArgs	args = {a, b, plan, thr};
+
+	if (params->ndevices > 1)
+		return multi_gpu_join(handle, grid_one, &args, a, params, sink, stats, err);
+	return grid_one(&args, handle, params, sink, stats, err, NULL, 0);
 }

@@ -24,6 +24,10 @@
  *
  * kept(s): called once for each batch whose pairs go to the sink (not for
  * one dropped and rerun), so that counts read from it are counted once.
+ *
+ * shared: the units come from the GPUs' queue (g->share), a batch at a
+ * time, so that a GPU that runs ahead takes more; a batch that overflows
+ * is rerun in parts by the GPU that took it.
  */
 struct NoKept
 {
@@ -37,9 +41,11 @@ TcStatus
 run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 			unsigned int *const *h_meta, double &rate, Next next, Launch launch,
 			const char *unit, const TcSink *sink, TcJoinStats *stats, TcError *err,
-			int rate_slot = 0, Kept kept = Kept())
+			int rate_slot = 0, Kept kept = Kept(), bool shared = false)
 {
+	GpuShare   *share = shared ? g->share : NULL;
 	unsigned long long lo = 0;
+	unsigned long long end = share ? 0 : n;	/* the units this GPU has taken */
 	unsigned long long over_lo = 0,
 				over_hi = 0;	/* the last batch that overflowed */
 	unsigned long long r_lo[2] = {0, 0},
@@ -58,11 +64,19 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 		int			s = -1;
 
 		/* The next batch, into the buffer the sink is not waiting on. */
-		if (lo < n)
+		if (lo >= end && share != NULL)
+		{
+			double		b;
+
+			if (!claim_units(share, n, [&] (unsigned long long c) { return next(c, rate, &b); },
+							 &lo, &end))
+				lo = end = n;
+		}
+		if (lo < end)
 		{
 			s = pending == 0 ? 1 : 0;
 			r_lo[s] = lo;
-			r_hi[s] = next(lo, rate, &r_bound[s]);
+			r_hi[s] = std::min(end, next(lo, rate, &r_bound[s]));
 			if ((st = launch(s, r_lo[s], r_hi[s])) != TC_OK)
 				return st;
 			stats->gpu_batches++;

@@ -135,6 +135,15 @@ tc_gpu_join_free(TcGpuJoin *g)
 {
 	if (g == NULL)
 		return;
+	if (g->multi != NULL)
+	{
+		multi_gpu_free(g->multi);
+		free(g);
+		return;
+	}
+	/* its device current for what follows (a several-GPU join frees each GPU's here) */
+	if (g->nstreams > 0 || g->ndev > 0)
+		cudaSetDevice(g->device);
 	request_abort(g);
 	if (g->have_abort_stream)
 	{
@@ -452,7 +461,7 @@ gpu_join_begin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params
 		snprintf(err->message, sizeof(err->message), "%s", reason);
 		return TC_ERR_NO_GPU;
 	}
-	g->device = 0;
+	g->device = params->ndevices > 0 ? params->devices[0] : 0;
 	g->limit = params->gpu_memory_limit;
 	g->ov = params->overrides;
 	g->sink = sink;
@@ -471,6 +480,49 @@ gpu_join_begin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params
 		return st;
 	stats->device = "gpu";
 	stats->threads = 1;
+	/* one GPU, all the work (a join on several merges theirs: multi.cu) */
+	stats->gpus = 1;
+	stats->gpu_ids[0] = g->device;
+	stats->gpu_share[0] = 1.0;
 
+	return TC_OK;
+}
+
+TcStatus
+device_digest(TcGpuJoin *g, const void *d_ptr, size_t bytes, unsigned long long *out, TcError *err)
+{
+	unsigned char *h = (unsigned char *) malloc(bytes > 0 ? bytes : 1);
+	unsigned long long x = 1469598103934665603ull;	/* FNV-1a, a word at a time */
+	TcStatus	st;
+
+	if (h == NULL)
+	{
+		err->status = TC_ERR_NOMEM;
+		snprintf(err->message, sizeof(err->message), "out of memory");
+		return TC_ERR_NOMEM;
+	}
+	if ((st = gpu_sync(g, g->stream[0], err)) != TC_OK)
+	{
+		free(h);
+		return st;
+	}
+	cudaError_t rc = cudaMemcpy(h, d_ptr, bytes, cudaMemcpyDeviceToHost);
+
+	if (rc != cudaSuccess)
+	{
+		free(h);
+		return gpu_error(err, "cudaMemcpy(digest)", rc);
+	}
+	for (size_t i = 0; i + 8 <= bytes; i += 8)
+	{
+		unsigned long long w;
+
+		memcpy(&w, h + i, 8);
+		x = (x ^ w) * 1099511628211ull;
+	}
+	for (size_t i = bytes / 8 * 8; i < bytes; i++)
+		x = (x ^ h[i]) * 1099511628211ull;
+	free(h);
+	*out = x;
 	return TC_OK;
 }

@@ -15,6 +15,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 
 #include "gpu.h"
@@ -30,9 +31,64 @@
 
 #define OUT_BATCH 8192			/* pairs per sink->emit */
 
+/*
+ * What the GPUs of one join share (multi.cu): the queue their units of
+ * work come from, and what each says of its preparation.  A join on one
+ * GPU has none.
+ */
+struct GpuShare
+{
+	int			ngpus;
+	/* the next unit no GPU has taken: squares of tiles, pairs of blocks or work items */
+	std::atomic<unsigned long long> next;
+	/* set once any GPU fails or the caller stops: every other GPU stops */
+	std::atomic<int> stop;
+	/*
+	 * Each GPU's digest of what numbers the units (the brute force's point
+	 * order, the grid's sorted points), which must agree for the units to
+	 * mean the same pairs everywhere (multi.cu checks).
+	 */
+	unsigned long long digest[TC_MAX_DEVICES];
+	bool		has_digest[TC_MAX_DEVICES];
+	/* share_agree_min's value and the GPUs that have given theirs */
+	std::atomic<unsigned long long> agreed;
+	std::atomic<int> agreeing;
+};
+
+/*
+ * Units [*lo, *hi) from the shared queue of n units, *hi from
+ * next(lo) (a batch's end: it may depend on lo but not on the queue);
+ * false once every unit is taken.
+ */
+template <typename Next>
+static inline bool
+claim_units(GpuShare *sh, unsigned long long n, Next next, unsigned long long *lo,
+			unsigned long long *hi)
+{
+	unsigned long long c = sh->next.load();
+
+	for (;;)
+	{
+		if (c >= n)
+			return false;
+
+		unsigned long long h = std::min(n, std::max(c + 1, next(c)));
+
+		if (sh->next.compare_exchange_weak(c, h))
+		{
+			*lo = c;
+			*hi = h;
+			return true;
+		}
+	}
+}
+
 struct TcGpuJoin
 {
 	int			device;
+	GpuShare   *share;			/* several GPUs: what they share (NULL: this one alone) */
+	int			share_index;	/* this GPU's place among them */
+	struct MultiJoin *multi;	/* a several-GPU join's handle: the GPUs' own (multi.cu) */
 	cudaStream_t stream[2];
 	int			nstreams;
 	cudaEvent_t ring_ev[RING_SLOTS];
@@ -148,6 +204,38 @@ extern TcStatus drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsi
 extern TcStatus gpu_join_begin(TcGpuJoin **handle, const TcPoints *a,
 							   const TcJoinParams *params, const TcSink *sink,
 							   TcJoinStats *stats, TcError *err);
+
+/*
+ * A join on one GPU (params->devices[0]) with the share (NULL: alone) and
+ * its place among the GPUs that share it.
+ */
+typedef TcStatus (*GpuJoinOne) (void *ctx, TcGpuJoin **handle, const TcJoinParams *params,
+								const TcSink *sink, TcJoinStats *stats, TcError *err,
+								GpuShare *share, int index);
+
+/*
+ * The join on every GPU of params->devices at once (multi.cu): one thread
+ * a GPU runs one(), units of work from one queue, their pairs handed to
+ * sink on the caller's thread, their folds and statistics merged.
+ * *handle is the join's (tc_gpu_join_free stops and frees every GPU's).
+ */
+extern TcStatus multi_gpu_join(TcGpuJoin **handle, GpuJoinOne one, void *ctx,
+							   const TcPoints *a, const TcJoinParams *params,
+							   const TcSink *sink, TcJoinStats *stats, TcError *err);
+
+/*
+ * Several GPUs: *v becomes the least of every GPU's *v, once each has
+ * given its own (waiting for the others, polling the sink); one call per
+ * GPU and join.  TC_STOPPED where another GPU failed first.
+ */
+extern TcStatus share_agree_min(TcGpuJoin *g, unsigned long long *v, TcError *err);
+
+/* Frees a several-GPU join's own (tc_gpu_join_free, for g->multi). */
+extern void multi_gpu_free(struct MultiJoin *m);
+
+/* A digest of bytes of device memory (through the host), for GpuShare.digest. */
+extern TcStatus device_digest(TcGpuJoin *g, const void *d_ptr, size_t bytes,
+							  unsigned long long *out, TcError *err);
 
 /*
  * The sink's fold (TcSink.fold), where it has one for these n points: its
