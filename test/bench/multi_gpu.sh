@@ -83,7 +83,9 @@ for c in $CASES; do
     echo "# $c: $args --eps $eps" >&2
     base='' base_pairs=''
     for list in "${LISTS[@]}"; do
-        gpus=$(awk -F, '{ print NF }' <<<"$list")
+        # GPUs: the cards (0,0 is one); listed: the entries, each of which runs a part
+        gpus=$(tr , '\n' <<<"$list" | sort -u | wc -l)
+        listed=$(awk -F, '{ print NF }' <<<"$list")
         label=$c
         [ "$list" = 0,0 ] && label="$c (one GPU named twice)"
         # shellcheck disable=SC2086
@@ -106,7 +108,7 @@ for c in $CASES; do
         # one GPU named twice: the speedup column is the split's cost, no efficiency
         [ "$list" = 0,0 ] && eff=-
         note=$status
-        [ "$ran" != "$gpus" ] && note="$note; $ran GPUs ran"
+        [ "$ran" != "$listed" ] && note="$note; $ran GPUs ran, $listed listed"
         [ -n "$base_pairs" ] && [ "$pairs" != "$base_pairs" ] && note="$note; pairs unlike one GPU's ($base_pairs)"
         ROWS+=("$label|$list|$gpus|$join_med|$speedup|$eff|$wall|$pairs|${shares//;/ }|$note")
     done
