@@ -92,7 +92,7 @@ for M in "${QUERIES[@]}"; do
         ROWS+=("$M|$N|$D|-|-|-|-|-|-|-|-|-|tcbench failed")
         continue
     fi
-    IFS=, read -r _ _ _ _ _ _ method _ _ wall _ _ _ _ _ pairs _ _ _ _ _ _ tc status _ _ _ _ _ join_med <<<"$line"
+    IFS=, read -r _ _ _ _ _ _ method _ _ wall _ _ _ _ _ pairs _ _ _ _ _ _ tc status _ _ _ _ _ join_med _ <<<"$line"
     : >"$WORK/gemm.err"
     for _ in $(seq "$REPS"); do
         test/bench/gemm_floor --rect "$M" "$N" "$D" 2>>"$WORK/gemm.err"

@@ -51,6 +51,11 @@
  *	  --reps R          repeats (default 3); the median is reported
  *	  --gpu-memory MB   GPU memory a join may take (tcjoin.gpu_memory_limit;
  *	                    default 0, no limit): FP16 brute force streams past it
+ *	  --devices LIST    the GPUs a GPU join may use (tcjoin.devices' syntax):
+ *	                    all (default: every GPU the process sees) or GPU
+ *	                    numbers such as 0,1; a number may repeat (0,0: the
+ *	                    several-GPU path on one GPU).  The output says which
+ *	                    GPUs ran the join and each one's share of its work
  *	  --override TEXT   developer overrides (tcjoin.dev_overrides' syntax,
  *	                    docs/developing.md): force a kernel, a recheck, ...
  *	  --csv             one CSV line instead of the table row
@@ -67,7 +72,11 @@
  *	did not run), status, rechecked, checksum, filter_s, recheck_s (GPU
  *	brute force: its kernels' time, the tensor-core filter's and the exact
  *	recheck's; 0 otherwise), queries (M; 0 in a self-join), join_med_s
- *	(the median of the runs' join phases; join_s is the median run's)
+ *	(the median of the runs' join phases; join_s is the median run's),
+ *	devices (--devices, its numbers separated by ';', or "all"), gpus (how
+ *	many GPUs ran the median run's join; 0 on the CPU), gpu_ids and
+ *	gpu_shares (theirs, separated by ';': each GPU's share of the join
+ *	phase's work; "-" for none)
  * status is "ok", "n/a (no GPU)" (the engine found no usable GPU) or
  * "not built" (the engine cannot run this variant); those rows have zero
  * times and counts and the exit status is 0.  Other errors exit with 1.
@@ -102,6 +111,8 @@ typedef struct Options
 	bool		exact;
 	TcMetric	metric;
 	long		gpu_memory_mb;	/* 0: no limit */
+	int			ndevices;		/* 0: every GPU the process sees */
+	int			devices[TC_MAX_DEVICES];
 	const char *tensor_cores;	/* "on", "off", "auto", or "-" when not given */
 	TcTensorCores tc;
 	bool		sink_sum;
@@ -253,6 +264,16 @@ parse_args(int argc, char **argv, Options *o)
 			if (o->gpu_memory_mb < 0)
 				tcbench_die("--gpu-memory takes megabytes, 0 or more");
 		}
+		else if (strcmp(a, "--devices") == 0)
+		{
+			char		msg[256];
+
+			if (!tc_devices_parse(v, o->devices, &o->ndevices, msg, sizeof(msg)))
+			{
+				fprintf(stderr, "tcbench: --devices: %s\n", msg);
+				exit(1);
+			}
+		}
 		else if (strcmp(a, "--sink") == 0)
 		{
 			o->sink_sum = strcmp(v, "sum") == 0;
@@ -293,6 +314,23 @@ device_name(TcDevice device)
 	return device == TC_DEVICE_GPU ? "gpu" : device == TC_DEVICE_AUTO ? "auto" : "cpu";
 }
 
+/* The GPUs that ran a join and their shares, separated by sep ("-" for none). */
+static void
+gpu_lists(const TcJoinStats *st, char sep, char *ids, char *shares, size_t len)
+{
+	size_t		a = 0,
+				b = 0;
+	char		s[2] = {sep, '\0'};
+
+	snprintf(ids, len, "-");
+	snprintf(shares, len, "-");
+	for (int i = 0; i < st->gpus && i < TC_MAX_DEVICES && a < len && b < len; i++)
+	{
+		a += (size_t) snprintf(ids + a, len - a, "%s%d", i ? s : "", st->gpu_ids[i]);
+		b += (size_t) snprintf(shares + b, len - b, "%s%.4f", i ? s : "", st->gpu_share[i]);
+	}
+}
+
 static void
 report(const Options *o, int64_t n, double load_s, Run *runs, const char *status)
 {
@@ -306,6 +344,9 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 	const char *device = st->device ? st->device : device_name(o->device);
 	const char *tc = strcmp(status, "ok") != 0 ? o->tensor_cores :
 		st->tensor_cores ? "on" : "off";
+	char		ids[200],
+				shares[200],
+				asked[200] = "all";	/* --devices, separated by sep */
 
 	if (joins == NULL)
 		tcbench_die("out of memory");
@@ -314,9 +355,13 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 	qsort(joins, o->reps, sizeof(double), cmp_double);
 	join_med = joins[o->reps / 2];
 	free(joins);
+	gpu_lists(st, o->csv ? ';' : ' ', ids, shares, sizeof(ids));
+	for (int i = 0, len = 0; i < o->ndevices && len < (int) sizeof(asked); i++)
+		len += snprintf(asked + len, sizeof(asked) - len, "%s%d", i ? (o->csv ? ";" : ",") : "",
+						o->devices[i]);
 	if (o->csv)
 		printf("%s,%s,%lld,%d,%.9g,%s,%s,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%llu,%llu,%d,"
-			   "%.6f,%.6f,%lld,%s,%s,%s,%s,%llu,%.17g,%.6f,%.6f,%lld,%.6f\n",
+			   "%.6f,%.6f,%lld,%s,%s,%s,%s,%llu,%.17g,%.6f,%.6f,%lld,%.6f,%s,%d,%s,%s\n",
 			   source, type, (long long) n, o->d, o->eps, o->method_name, used, o->threads,
 			   st->grid_dims, med->wall, runs[0].wall, runs[o->reps - 1].wall,
 			   med->cpu, st->index_seconds,
@@ -326,7 +371,8 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 			   o->exact ? "on" : "off", tc, status,
 			   (unsigned long long) st->rechecked, med->checksum,
 			   st->gpu_recheck_seconds > 0 ? st->gpu_kernel_seconds - st->gpu_recheck_seconds : 0.0,
-			   st->gpu_recheck_seconds, (long long) o->queries, join_med);
+			   st->gpu_recheck_seconds, (long long) o->queries, join_med, asked, st->gpus,
+			   ids, shares);
 	else if (strcmp(status, "ok") != 0)
 		printf("%-10s %-3s n=%-9lld d=%-4d eps=%-10.4g %s %-5s exact=%s tc=%s  %s\n",
 			   o->file ? "file" : o->gen, type, (long long) n, o->d, o->eps, device,
@@ -346,6 +392,10 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 		printf("  two sets: %lld queries against the n corpus points, %.2f pairs a query; "
 			   "join phase median %.3f s\n",
 			   (long long) o->queries, (double) med->pairs / (double) o->queries, join_med);
+	/* several GPUs, or a list asked for: which ran and how the work was split */
+	if (strcmp(status, "ok") == 0 && !o->csv && (st->gpus > 1 || o->ndevices > 0))
+		printf("  devices %s: %d GPU%s ran the join (%s), shares of its work %s; join phase median %.3f s\n",
+			   asked, st->gpus, st->gpus == 1 ? "" : "s", ids, shares, join_med);
 	if (strcmp(status, "ok") == 0 && !o->csv && o->metric != TC_METRIC_EUCLIDEAN)
 		printf("  metric %s, filter %s\n", st->metric ? st->metric : "-", st->filter ? st->filter : "-");
 	if (strcmp(status, "ok") == 0 && !o->csv && st->gpu_batches > 0)
@@ -386,9 +436,13 @@ report(const Options *o, int64_t n, double load_s, Run *runs, const char *status
 static TcJoinParams
 join_params(const Options *o, double eps)
 {
-	return (TcJoinParams) {.eps = eps, .metric = o->metric, .method = o->method, .device = o->device,
+	TcJoinParams params = {.eps = eps, .metric = o->metric, .method = o->method, .device = o->device,
 		.tensor_cores = o->tc, .exact = o->exact, .threads = o->threads,
 	.gpu_memory_limit = (size_t) o->gpu_memory_mb << 20, .overrides = o->overrides};
+
+	params.ndevices = o->ndevices;
+	memcpy(params.devices, o->devices, sizeof(params.devices));
+	return params;
 }
 
 /*

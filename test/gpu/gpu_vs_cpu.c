@@ -6,7 +6,7 @@
  *		a result buffer far smaller than the result.
  *
  *	gpu_vs_cpu [--quick] [--brute-only [--tc-only]] [--graph-only] [--join-only]
- *			   [--seed S] [--seconds T] [--override TEXT]
+ *			   [--seed S] [--seconds T] [--override TEXT] [--devices LIST]
  *
  * The failure modes run first; then the matrix, until T seconds (default
  * no limit) have passed, so that a time-boxed run still ends with its
@@ -17,7 +17,13 @@
  * same time).  The cosine and inner-product cases (FP16 brute force, the
  * only GPU path of those metrics) run in both.  --graph-only runs the graph
  * answers alone, --join-only the two-set joins (a against b) alone.
- * --override's developer overrides apply to every join.
+ * --override's developer overrides apply to every join.  --devices (the
+ * syntax of tcjoin.devices: "all", the default, or GPU numbers such as
+ * "0,1"; a number may repeat, "0,0" running the several-GPU path on one
+ * GPU) lists the GPUs every join may use, so that the whole comparison
+ * runs on several GPUs; every GPU join's GPUs and shares are held to the
+ * list (one case at the end), and a list naming a GPU the process does not
+ * see must fail with its message (one case at the start).
  *
  * Ends with "N passed, N failed".  Needs a GPU; with none it says so and
  * fails.
@@ -158,6 +164,9 @@ run_join(const TcPoints *a, const TcPoints *b, TcJoinParams params, Collect *c,
 	if (params.overrides.batch_rate > 0)
 		ov.batch_rate = params.overrides.batch_rate;
 	params.overrides = ov;
+	/* a case that names its own GPUs (devices_error_case) keeps them */
+	if (params.ndevices == 0)
+		take_devices(&params);
 	c->two_set = b != NULL;
 	j = tc_join_create(a, b, &params, err);
 
@@ -165,6 +174,7 @@ run_join(const TcPoints *a, const TcPoints *b, TcJoinParams params, Collect *c,
 		return err->status;
 	st = tc_join_run(j, &sink, err);
 	tc_join_get_stats(j, stats);
+	note_gpus(st, stats);
 	tc_join_destroy(j);
 	return st;
 }
@@ -617,6 +627,11 @@ main(int argc, char **argv)
 			seconds = atof(argv[++i]);
 		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
 			seed = strtoull(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc)
+		{
+			if (!devices_option(argv[++i]))
+				return 1;
+		}
 		else if (strcmp(argv[i], "--override") == 0 && i + 1 < argc)
 		{
 			char		msg[256];
@@ -635,6 +650,8 @@ main(int argc, char **argv)
 		printf("no GPU: %s\n0 passed, 1 failed\n", reason);
 		return 1;
 	}
+	if (!devices_start(tc_gpu_count(reason, sizeof(reason))))
+		return 1;
 
 	if (graph_only)
 	{
@@ -747,6 +764,7 @@ main(int argc, char **argv)
 		}
 
 out:
+	gpus_summary();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed > 0;
 }

@@ -3,7 +3,9 @@
  *		What the GPU-against-CPU program's files share: the run's random
  *		numbers, a join into a collecting sink, the report of a case, the
  *		comparison of two joins' pairs, the cosine and inner-product cases
- *		(gpu_vs_cpu_dot.c) and the two-set joins (gpu_vs_cpu_join.c).
+ *		(gpu_vs_cpu_dot.c), the two-set joins (gpu_vs_cpu_join.c), their k
+ *		nearest (gpu_vs_cpu_nearest.c) and the GPUs a join may use
+ *		(gpu_vs_cpu_devices.c).
  */
 #ifndef TCJOIN_GPU_VS_CPU_H
 #define TCJOIN_GPU_VS_CPU_H
@@ -54,6 +56,18 @@ extern void compare_case(const char *kind, int64_t n, int d, double eps, bool in
 						 TcMethod method, const void *data, TcElemType type);
 /* --override: the developer overrides every join of this run takes */
 extern TcOverrides g_overrides;
+/*
+ * --devices (gpu_vs_cpu_devices.c): the GPUs every join of this run may
+ * use, into params (the CPU ignores them); and, after a join, its GPUs and
+ * shares checked against that list (gpus_summary's case counts the joins
+ * unlike it).
+ */
+extern void take_devices(TcJoinParams *params);
+extern void note_gpus(TcStatus st, const TcJoinStats *stats);
+/* gpu_vs_cpu_devices.c: --devices parsed; checked against the GPUs seen; the closing case */
+extern bool devices_option(const char *arg);
+extern bool devices_start(int seen);
+extern void gpus_summary(void);
 
 /* gpu_vs_cpu_modes.c: the GPU's failure modes and its paths forced */
 extern void clustered_cases(void);
@@ -70,6 +84,14 @@ extern void graph_cases(bool quick);
 
 /* gpu_vs_cpu_join.c: two-set joins (a against b) */
 extern void join_cases(bool quick);
+/* the contract's dist of row i of x and row j of y (norms: cosine's, else NULL) */
+extern double ref_dist(TcMetric metric, const TcPoints *x, int64_t i, const double *nx,
+					   const TcPoints *y, int64_t j, const double *ny);
+/* eps with about k partners a point in a pool of n */
+extern double pool_eps(const float *x, int64_t n, int d, double k);
+
+/* gpu_vs_cpu_nearest.c: a two-set join's k nearest within eps */
+extern void nearest_cases(bool quick);
 
 /* gpu_vs_cpu_dot.c */
 extern void dot_matrix(bool quick, double seconds, double start);

@@ -42,6 +42,7 @@ graph_join(const TcPoints *p, TcJoinParams params, TcGraph *g, uint64_t *pairs,
 	TcStatus	st;
 
 	params.overrides = g_overrides;
+	take_devices(&params);
 	/* on the CPU, the graph's own sink: its workers reduce the pairs (arg: the graph) */
 	if (params.device == TC_DEVICE_CPU)
 	{
@@ -54,6 +55,7 @@ graph_join(const TcPoints *p, TcJoinParams params, TcGraph *g, uint64_t *pairs,
 		return err->status;
 	st = tc_join_run(j, &sink, err);
 	tc_join_get_stats(j, &stats);
+	note_gpus(st, &stats);
 	tc_join_destroy(j);
 	*pairs = stats.pairs;
 	*emitted += c.emitted;

@@ -10,17 +10,20 @@
 # ungrouped, the lane recheck, 256-byte bulk copies at every row length,
 # the filter's whole-dot bound, Hopper's warpgroups in step, Hopper's blocks
 # apart), RECHECK_SECONDS each, then engine benchmarks of the GPU paths (and
-# with --sql, the same join through PostgreSQL against its floors).
-#   test/gpu/run.sh [--quick] [--no-regress] [--no-stress] [--no-bench] [--no-grid-bench] [--sql]
+# with --sql, the same join through PostgreSQL against its floors).  Between
+# the stress and the benchmarks, one join on several GPUs
+# (test/gpu/multi_gpu.sh: the comparison with tcjoin.devices '0,0', and
+# '0,1' where the machine has 2 GPUs or more, through the engine and SQL).
+#   test/gpu/run.sh [--quick] [--no-regress] [--no-stress] [--no-multi] [--no-bench] [--no-grid-bench] [--sql]
 #                   [--auto-sweep]   (auto's choices against both engines: test/bench/auto-sweep)
 #                   [--dot-bench]    (only the cosine and inner-product benchmarks of --bench)
 # Ends with "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-QUICK= REGRESS=1 STRESS=1 BENCH=1 GRIDBENCH=1 SQL= SWEEP= DOTBENCH=
+QUICK= REGRESS=1 STRESS=1 MULTI=1 BENCH=1 GRIDBENCH=1 SQL= SWEEP= DOTBENCH=
 for a in "$@"; do
     case $a in
-        --quick) QUICK=--quick ;; --no-regress) REGRESS= ;; --no-stress) STRESS= ;;
+        --quick) QUICK=--quick ;; --no-regress) REGRESS= ;; --no-stress) STRESS= ;; --no-multi) MULTI= ;;
         --no-bench) BENCH= ;; --no-grid-bench) GRIDBENCH= ;; --sql) SQL=1 ;; --auto-sweep) SWEEP=1 ;; --dot-bench) DOTBENCH=1 ;;
         *) echo "unknown option $a"; exit 2 ;;
     esac
@@ -85,6 +88,14 @@ if [ -n "$STRESS" ]; then
             --seconds "${RECHECK_SECONDS:-40}" | tee "$log"
         add_counts "$log"
     done
+fi
+
+if [ -n "$MULTI" ]; then
+    # gpu_vs_cpu for MULTI_SECONDS a list (default 60; --quick: 30)
+    echo "== one join on several GPUs (tcjoin.devices)"
+    OUT=$OUT MULTI_SECONDS=${MULTI_SECONDS:-$([ -n "$QUICK" ] && echo 30 || echo 60)} \
+        test/gpu/multi_gpu.sh | tee "$OUT/multi_gpu.log"
+    add_counts "$OUT/multi_gpu.log"
 fi
 
 if [ -n "$BENCH" ]; then
