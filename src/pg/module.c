@@ -166,7 +166,7 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("tcjoin.gpu_memory_limit",
-							"GPU memory one join may take; 0 means no limit.",
+							"GPU memory one join may take on each GPU it uses; 0 means no limit.",
 							NULL,
 							&tc_gpu_memory_limit_mb,
 							0, 0, INT_MAX,
