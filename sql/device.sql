@@ -3,8 +3,9 @@
 -- join on the CPU and on the GPU (its fixed costs included: a backend's
 -- first GPU join creates the CUDA context) and takes the lower;
 -- tc_last_stats() says which and why.  tcjoin.gpu_full says what a GPU
--- join does when the GPU's memory is full.  Only facts that hold with and
--- without a GPU are printed.
+-- join does when the GPU's memory is full, tcjoin.devices which GPUs one
+-- join may use.  Only facts that hold with and without a GPU, and with any
+-- number of GPUs, are printed.
 --
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS tcjoin;
@@ -81,6 +82,48 @@ RESET tcjoin.gpu_prewarm;
 REVOKE ALL ON small FROM device_user;
 REVOKE USAGE ON SCHEMA device FROM device_user;
 DROP ROLE device_user;
+
+-- tcjoin.devices: the GPUs one join may use, all (the default) or a list
+-- of their numbers; a number may repeat.  SET refuses a value that is
+-- neither; whether each GPU exists is the join's question, on the GPU.
+SHOW tcjoin.devices;
+SET tcjoin.devices = 'x';
+SET tcjoin.devices = '0,';
+SET tcjoin.devices = '-1';
+SET tcjoin.devices = '16';
+SET tcjoin.devices = '0,,1';
+SET tcjoin.devices = '';
+SET tcjoin.devices = '1 2';
+SET tcjoin.devices = '0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,0';
+SHOW tcjoin.devices;
+SET tcjoin.devices = ' ALL ';
+SHOW tcjoin.devices;
+SET tcjoin.devices = '0';
+SHOW tcjoin.devices;
+SET tcjoin.devices = '0,0';
+SHOW tcjoin.devices;
+SET tcjoin.devices = '1, 2';
+SHOW tcjoin.devices;
+SET tcjoin.devices = 3, 1;
+SHOW tcjoin.devices;
+SET tcjoin.devices = '0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15';
+SHOW tcjoin.devices;
+-- tc_devices() says which GPUs the setting lets a join use (none listed
+-- without a GPU: only facts that hold for any list are printed).
+SET tcjoin.devices = '0';
+SELECT bool_and(selected = (device = 0)) IS NOT FALSE AS only_0 FROM tc_devices();
+RESET tcjoin.devices;
+SELECT bool_and(selected) IS NOT FALSE AS every_one FROM tc_devices();
+-- A CPU join does not read the list (so a GPU the machine lacks is no
+-- error), and its GPU columns are NULL.
+SET tcjoin.device = cpu;
+SET tcjoin.devices = '15';
+SELECT count(*) FROM (SELECT * FROM tc_selfjoin('small', 'vec', 0.02)
+                      EXCEPT SELECT * FROM small_ref) s;
+SELECT device, gpus IS NULL AND gpu_devices IS NULL AND gpu_shares IS NULL AS no_gpus
+  FROM tc_last_stats();
+RESET tcjoin.devices;
+RESET tcjoin.device;
 
 -- A role sees the reason of its own joins only (as every statistic).
 CREATE ROLE device_other;

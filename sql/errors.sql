@@ -254,6 +254,10 @@ CREATE FUNCTION stale_last_stats(OUT device text, OUT method text) RETURNS SETOF
     AS '$libdir/tcjoin', 'tc_last_stats' LANGUAGE C;
 SELECT * FROM stale_last_stats();
 DROP FUNCTION stale_last_stats();
+CREATE FUNCTION stale_devices(OUT device integer, OUT name text) RETURNS SETOF record
+    AS '$libdir/tcjoin', 'tc_devices' LANGUAGE C;
+SELECT * FROM stale_devices();
+DROP FUNCTION stale_devices();
 
 --
 -- The SQLSTATE of each kind of error.

@@ -51,9 +51,11 @@ SELECT count(*) = (SELECT count(*) FROM pts a JOIN pts b ON a.id < b.id
 SELECT metric FROM tc_last_stats();
 
 -- The updated functions against a fresh install's: the same signatures,
--- results, properties and comments.
+-- arguments (OUT columns and defaults too), results, properties and
+-- comments.
 CREATE VIEW ext_functions AS
   SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args,
+         pg_get_function_arguments(p.oid) AS all_args,
          pg_get_function_result(p.oid) AS result, p.provolatile, p.proparallel,
          p.proisstrict, p.prorows, obj_description(p.oid, 'pg_proc') AS comment
     FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
@@ -84,6 +86,27 @@ SELECT count(*) = 49 AND bool_and(id_b = id_a AND dist = 0 AND rank = 1) AS righ
   FROM tc_join('pts', 'vec', 'pts', 'vec', 1.0, k => 1, id_column_a => 'id', id_column_b => 'id');
 SELECT tc_radec_to_xyz(0, 90) AS pole, tc_arcsec_to_chord(648000) AS half_turn;
 CREATE TABLE updated_04 AS TABLE ext_functions;
+
+-- From 0.5.0: 0.5.0's tc_last_stats() (31 columns) and tc_devices() (6)
+-- from this library, then the update: tc_last_stats() gains the GPUs that
+-- ran the join (NULL on the CPU), tc_devices() whether tcjoin.devices
+-- selects each GPU.
+DROP EXTENSION tcjoin;
+CREATE EXTENSION tcjoin VERSION '0.5.0';
+SET tcjoin.device = cpu;
+SELECT tc_count('pts', 'vec', 1.0, 'id') = (TABLE ref) AS right;
+SELECT pairs = (TABLE ref) AS right, metric FROM tc_last_stats();
+SELECT count(*) >= 0 AS listed FROM tc_devices();
+SELECT count(*) AS columns FROM pg_proc, unnest(proargnames) WHERE proname = 'tc_last_stats';
+ALTER EXTENSION tcjoin UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'tcjoin';
+SELECT tc_count('pts', 'vec', 1.0, 'id') = (TABLE ref) AS right;
+SELECT pairs = (TABLE ref) AS right, metric, gpus, gpu_devices, gpu_shares FROM tc_last_stats();
+SELECT proname, proargnames[array_length(proargnames, 1) - 2:] AS last_columns
+  FROM pg_proc WHERE proname IN ('tc_last_stats', 'tc_devices') ORDER BY proname;
+SELECT count(*) >= 0 AS listed, bool_and(selected) IS NOT FALSE AS all_selected FROM tc_devices();
+RESET tcjoin.device;
+CREATE TABLE updated_05 AS TABLE ext_functions;
 DROP EXTENSION tcjoin;
 CREATE EXTENSION tcjoin;
 CREATE TABLE fresh AS TABLE ext_functions;
@@ -98,7 +121,11 @@ SELECT 'only in a fresh install, not from 0.3.0', * FROM (TABLE fresh EXCEPT TAB
 UNION ALL
 SELECT 'only after update from 0.4.0', * FROM (TABLE updated_04 EXCEPT TABLE fresh) u
 UNION ALL
-SELECT 'only in a fresh install, not from 0.4.0', * FROM (TABLE fresh EXCEPT TABLE updated_04) f;
+SELECT 'only in a fresh install, not from 0.4.0', * FROM (TABLE fresh EXCEPT TABLE updated_04) f
+UNION ALL
+SELECT 'only after update from 0.5.0', * FROM (TABLE updated_05 EXCEPT TABLE fresh) u
+UNION ALL
+SELECT 'only in a fresh install, not from 0.5.0', * FROM (TABLE fresh EXCEPT TABLE updated_05) f;
 
 \c :regress_db
 SET client_min_messages = warning;

@@ -104,6 +104,8 @@ tc_join_params(TcJoinParams *params, double eps, TcMetric metric, bool include_s
 	params->threads = tc_cpu_threads > 0 ? tc_cpu_threads : tc_cpu_count();
 	params->gpu_memory_limit = (size_t) tc_gpu_memory_limit_mb << 20;
 	params->gpu_full = (TcGpuFull) tc_gpu_full_setting;
+	params->ndevices = tc_devices_setting.n;
+	memcpy(params->devices, tc_devices_setting.devices, sizeof(params->devices));
 	params->overrides = tc_overrides;
 }
 

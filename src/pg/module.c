@@ -3,8 +3,9 @@
  *		The tcjoin module: its loading and its settings.
  *
  * The settings' values live here; functions.c turns them into a join's
- * parameters.  tcjoin.dev_overrides is parsed by the engine's own parser
- * when it is set, so a bad value is refused by SET, never by a later join.
+ * parameters.  tcjoin.dev_overrides and tcjoin.devices are parsed by the
+ * engine's own parsers when they are set, so a bad value is refused by SET,
+ * never by a later join.
  */
 #include "postgres.h"
 
@@ -27,8 +28,10 @@ int			tc_tensor_cores_setting = TC_TENSOR_AUTO;
 int			tc_gpu_full_setting = TC_GPU_FULL_CPU;
 bool		tc_gpu_prewarm_setting = false;
 TcOverrides tc_overrides;		/* tcjoin.dev_overrides, parsed */
+TcDeviceSetting tc_devices_setting;	/* tcjoin.devices, parsed */
 
 static char *tc_dev_overrides = NULL;
+static char *tc_devices_string = NULL;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", TC_DEVICE_AUTO, false},
@@ -92,6 +95,40 @@ assign_dev_overrides(const char *newval, void *extra)
 		memset(&tc_overrides, 0, sizeof(tc_overrides));
 }
 
+/*
+ * tcjoin.devices: the engine's parser, at SET; whether each GPU exists is
+ * the join's question (the GPUs a backend sees may differ from the
+ * postmaster's, and the setting may be made where none is).
+ */
+static bool
+check_devices(char **newval, void **extra, GucSource source)
+{
+	TcDeviceSetting ds;
+	char		msg[256];
+	TcDeviceSetting *copy;
+
+	if (!tc_devices_parse(*newval, ds.devices, &ds.n, msg, sizeof(msg)))
+	{
+		GUC_check_errdetail("%s", msg);
+		return false;
+	}
+	copy = (TcDeviceSetting *) malloc(sizeof(TcDeviceSetting));	/* guc.c frees it with free() */
+	if (copy == NULL)
+		return false;
+	*copy = ds;
+	*extra = copy;
+	return true;
+}
+
+static void
+assign_devices(const char *newval, void *extra)
+{
+	if (extra)
+		tc_devices_setting = *(TcDeviceSetting *) extra;
+	else
+		memset(&tc_devices_setting, 0, sizeof(tc_devices_setting));
+}
+
 /* tcjoin.gpu_prewarm turned on: the context now, on a thread of its own. */
 static void
 assign_gpu_prewarm(bool newval, void *extra)
@@ -129,7 +166,7 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("tcjoin.gpu_memory_limit",
-							"GPU memory one join may take; 0 means no limit.",
+							"GPU memory one join may take on each GPU it uses; 0 means no limit.",
 							NULL,
 							&tc_gpu_memory_limit_mb,
 							0, 0, INT_MAX,
@@ -162,6 +199,16 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+	DefineCustomStringVariable("tcjoin.devices",
+							   "The GPUs one join may use: all, or their numbers separated by commas, such as 0,2.",
+							   "all is every GPU the backend sees (CUDA_VISIBLE_DEVICES applies; numbers count the visible GPUs from 0).  "
+							   "A join on several GPUs returns the rows it returns on one; tcjoin.gpu_memory_limit applies to each GPU.  "
+							   "A number may repeat: 0,0 runs the several-GPU path on GPU 0.",
+							   &tc_devices_string,
+							   "all",
+							   PGC_USERSET,
+							   GUC_LIST_INPUT,
+							   check_devices, assign_devices, NULL);
 	DefineCustomStringVariable("tcjoin.dev_overrides",
 							   "Developers only: force GPU kernels and paths the engine would not choose.",
 							   "Comma-separated key=value items (docs/developing.md); empty for the engine's own choices.",

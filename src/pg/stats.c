@@ -8,6 +8,7 @@
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -59,12 +60,21 @@ typedef struct LastStats
 	double		gpu_setup_ms;
 	double		gpu_full_wait_ms;
 	char		metric[16];
+	int			gpus;			/* the GPUs that ran it (0: the CPU) */
+	int			gpu_ids[TC_MAX_DEVICES];
+	double		gpu_share[TC_MAX_DEVICES];
 } LastStats;
 
 static LastStats last_stats;
 
-/* tc_last_stats()'s columns in this version, and in 0.2.0 and 0.1.0 (its first ones). */
-#define TC_STATS_COLUMNS 31
+static void log_stats(const LastStats *ls);
+
+/*
+ * tc_last_stats()'s columns in this version, in 0.3.0 to 0.5.0, and in
+ * 0.2.0 and 0.1.0 (its first ones).
+ */
+#define TC_STATS_COLUMNS 34
+#define TC_STATS_COLUMNS_0_5 31
 #define TC_STATS_COLUMNS_0_2 30
 #define TC_STATS_COLUMNS_0_1 24
 
@@ -119,19 +129,45 @@ tc_record_stats(int64 n, int d, double eps, const TcRunStats *rs,
 	ls->gpu_setup_ms = rs->join.gpu_setup_seconds * 1000;
 	ls->gpu_full_wait_ms = rs->join.gpu_full_wait_seconds * 1000;
 	strlcpy(ls->metric, rs->join.metric ? rs->join.metric : "euclidean", sizeof(ls->metric));
+	ls->gpus = Max(0, Min(rs->join.gpus, TC_MAX_DEVICES));
+	for (int i = 0; i < ls->gpus; i++)
+	{
+		ls->gpu_ids[i] = rs->join.gpu_ids[i];
+		ls->gpu_share[i] = rs->join.gpu_share[i];
+	}
 
 	if (tc_log_stats)
-		ereport(INFO,
-				(errmsg("tcjoin: %s %s%s join of %lld vectors (d=%d), eps %g: %llu pairs from %llu candidates",
-						ls->device, ls->method, ls->tensor_cores ? " (tensor cores)" : "",
-						(long long) ls->n, ls->d, eps,
-						(unsigned long long) ls->pairs,
-						(unsigned long long) ls->candidates),
-				 errdetail("threads %d, grid dimensions %d, cells %lld, rechecked %llu; load %.1f ms, index %.1f ms, join %.1f ms (output %.1f ms), total %.1f ms.",
-						   ls->threads, ls->grid_dims, (long long) ls->cells,
-						   (unsigned long long) ls->rechecked,
-						   ls->load_ms, ls->index_ms, ls->join_ms, ls->output_ms,
-						   ls->total_ms)));
+		log_stats(ls);
+}
+
+/* tcjoin.log_stats' message: the plan and counts, then the phases. */
+static void
+log_stats(const LastStats *ls)
+{
+	StringInfoData gpus;
+
+	/* one GPU says nothing a GPU join does not; several, each one's share */
+	initStringInfo(&gpus);
+	if (ls->gpus > 1)
+	{
+		appendStringInfo(&gpus, " on %d GPUs (", ls->gpus);
+		for (int i = 0; i < ls->gpus; i++)
+			appendStringInfo(&gpus, "%s%d: %.0f%%", i > 0 ? ", " : "",
+							 ls->gpu_ids[i], ls->gpu_share[i] * 100);
+		appendStringInfoChar(&gpus, ')');
+	}
+	ereport(INFO,
+			(errmsg("tcjoin: %s %s%s join%s of %lld vectors (d=%d), eps %g: %llu pairs from %llu candidates",
+					ls->device, ls->method, ls->tensor_cores ? " (tensor cores)" : "",
+					gpus.data, (long long) ls->n, ls->d, ls->eps,
+					(unsigned long long) ls->pairs,
+					(unsigned long long) ls->candidates),
+			 errdetail("threads %d, grid dimensions %d, cells %lld, rechecked %llu; load %.1f ms, index %.1f ms, join %.1f ms (output %.1f ms), total %.1f ms.",
+					   ls->threads, ls->grid_dims, (long long) ls->cells,
+					   (unsigned long long) ls->rechecked,
+					   ls->load_ms, ls->index_ms, ls->join_ms, ls->output_ms,
+					   ls->total_ms)));
+	pfree(gpus.data);
 }
 
 PG_FUNCTION_INFO_V1(tc_last_stats);
@@ -144,18 +180,21 @@ tc_last_stats(PG_FUNCTION_ARGS)
 	Datum		values[TC_STATS_COLUMNS];
 	bool		nulls[TC_STATS_COLUMNS] = {0};
 	Datum		dims[8];
+	Datum		ids[TC_MAX_DEVICES];
+	Datum		shares[TC_MAX_DEVICES];
 	int			i = 0;
 	int			natts;
 
 	InitMaterializedSRF(fcinfo, 0);
 	/*
-	 * Versions 0.1.0's and 0.2.0's definitions (before ALTER EXTENSION
-	 * UPDATE) have the first columns only, in the same order: they get
-	 * those.  Any other shape is no definition this library knows: fail,
-	 * never misread.
+	 * Earlier versions' definitions (before ALTER EXTENSION UPDATE) have
+	 * the first columns only, in the same order: they get those.  Any
+	 * other shape is no definition this library knows: fail, never
+	 * misread.
 	 */
 	natts = rsinfo->setDesc->natts;
-	if (natts != TC_STATS_COLUMNS && natts != TC_STATS_COLUMNS_0_2 && natts != TC_STATS_COLUMNS_0_1)
+	if (natts != TC_STATS_COLUMNS && natts != TC_STATS_COLUMNS_0_5 &&
+		natts != TC_STATS_COLUMNS_0_2 && natts != TC_STATS_COLUMNS_0_1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("tc_last_stats() returns %d columns, but this tcjoin library fills %d",
@@ -214,9 +253,43 @@ tc_last_stats(PG_FUNCTION_ARGS)
 	values[i++] = Float8GetDatum(ls->gpu_full_wait_ms);
 	Assert(i == TC_STATS_COLUMNS_0_2);
 	values[i++] = CStringGetTextDatum(ls->metric);
+	Assert(i == TC_STATS_COLUMNS_0_5);
+	/* the GPUs that ran it: NULL for a CPU join */
+	if (ls->gpus > 0)
+	{
+		for (int j = 0; j < ls->gpus; j++)
+		{
+			ids[j] = Int32GetDatum(ls->gpu_ids[j]);
+			shares[j] = Float8GetDatum(ls->gpu_share[j]);
+		}
+		values[i] = Int32GetDatum(ls->gpus);
+		values[i + 1] = PointerGetDatum(construct_array(ids, ls->gpus, INT4OID, sizeof(int32),
+														true, TYPALIGN_INT));
+		values[i + 2] = PointerGetDatum(construct_array(shares, ls->gpus, FLOAT8OID, sizeof(float8),
+														FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	}
+	else
+		nulls[i] = nulls[i + 1] = nulls[i + 2] = true;
+	i += 3;
 	Assert(i == lengthof(values));
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	PG_RETURN_NULL();
+}
+
+/* tc_devices()'s columns in this version, and in 0.1.0 to 0.5.0. */
+#define TC_DEVICES_COLUMNS 7
+#define TC_DEVICES_COLUMNS_0_5 6
+
+/* Whether tcjoin.devices lets a join use this GPU. */
+static bool
+device_selected(int device)
+{
+	if (tc_devices_setting.n == 0)
+		return true;
+	for (int i = 0; i < tc_devices_setting.n; i++)
+		if (tc_devices_setting.devices[i] == device)
+			return true;
+	return false;
 }
 
 PG_FUNCTION_INFO_V1(tc_devices);
@@ -228,13 +301,22 @@ tc_devices(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TcDeviceInfo gpus[TC_MAX_DEVICES];
 	int			n;
+	int			natts;
 
 	InitMaterializedSRF(fcinfo, 0);
+	/* 0.1.0 to 0.5.0's definition has the first six columns, not selected */
+	natts = rsinfo->setDesc->natts;
+	if (natts != TC_DEVICES_COLUMNS && natts != TC_DEVICES_COLUMNS_0_5)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("tc_devices() returns %d columns, but this tcjoin library fills %d",
+						natts, TC_DEVICES_COLUMNS),
+				 errhint("Update the extension: ALTER EXTENSION tcjoin UPDATE;")));
 	n = tc_device_list(gpus, lengthof(gpus));
 	for (int i = 0; i < n; i++)
 	{
-		Datum		values[6];
-		bool		nulls[6] = {0};
+		Datum		values[TC_DEVICES_COLUMNS];
+		bool		nulls[TC_DEVICES_COLUMNS] = {0};
 
 		values[0] = Int32GetDatum(gpus[i].device);
 		values[1] = CStringGetTextDatum(gpus[i].name);
@@ -242,6 +324,7 @@ tc_devices(PG_FUNCTION_ARGS)
 		values[3] = Int64GetDatum((int64) (gpus[i].total_memory >> 20));
 		values[4] = Int64GetDatum((int64) (gpus[i].free_memory >> 20));
 		values[5] = Int32GetDatum(gpus[i].sm_count);
+		values[6] = BoolGetDatum(device_selected(gpus[i].device));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	PG_RETURN_NULL();

@@ -21,6 +21,15 @@ extern int	tc_gpu_full_setting;	/* a TcGpuFull */
 extern bool tc_gpu_prewarm_setting;
 extern TcOverrides tc_overrides;	/* tcjoin.dev_overrides, parsed */
 
+/* tcjoin.devices, parsed: n 0 for "all", else the GPUs' numbers. */
+typedef struct TcDeviceSetting
+{
+	int			n;
+	int			devices[TC_MAX_DEVICES];
+} TcDeviceSetting;
+
+extern TcDeviceSetting tc_devices_setting;
+
 /*
  * Keep what a finished join did for tc_last_stats(); with tcjoin.log_stats,
  * also report it.  n counts the points of both sets.
