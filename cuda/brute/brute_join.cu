@@ -387,8 +387,7 @@ BruteRun::alloc_grouping(void)
  * with split > 0 those across tile split (bi < split <= bj), a band of at
  * most band_sq squares at a time: a list of at most BAND_PAIRS tile pairs.
  * shared (several GPUs, each with the whole set prepared alike): the
- * squares come from the GPUs' queue, in runs small enough that the GPUs
- * end within about a sixteenth of a share of each other.
+ * squares come from the GPUs' queue.
  */
 TcStatus
 BruteRun::join_set(unsigned int split, bool shared)
@@ -421,8 +420,16 @@ BruteRun::join_set(unsigned int split, bool shared)
 	if (sh == NULL || g->share_index == 0)
 		stats->gpu_tile_pairs += split > 0 ? (unsigned long long) split * (nt - split) : nt * (nt + 1) / 2;
 
-	const unsigned long long run = sh == NULL ? band_sq :
-		std::max(1ull, std::min(band_sq, nsq_all / (16ull * (unsigned long long) sh->ngpus)));
+	/*
+	 * Several GPUs take runs of a third of a GPU's share of what is left
+	 * (guided scheduling): long runs first, few bands, and short ones at
+	 * the end, so that the GPUs finish together.
+	 */
+	const unsigned long long G = sh != NULL ? (unsigned long long) sh->ngpus : 1;
+	const unsigned long long least = std::max(1ull, nsq_all / (32 * G));
+	auto		run = [&] (unsigned long long c) {
+		return c + std::min(band_sq, std::max(least, (nsq_all - c) / (3 * G)));
+	};
 	unsigned long long u0 = 0,
 				u1 = 0;
 
@@ -430,7 +437,7 @@ BruteRun::join_set(unsigned int split, bool shared)
 	{
 		if (sh != NULL)
 		{
-			if (!claim_units(sh, nsq_all, [run] (unsigned long long c) { return c + run; }, &u0, &u1))
+			if (!claim_units(sh, nsq_all, run, &u0, &u1))
 				break;
 		}
 		else if (u0 >= nsq_all)

@@ -14,8 +14,9 @@
 
 #include "join_state.h"
 
-static TcPair *ring_cache;
-static std::atomic<int> ring_cache_busy;
+/* The process's rings, kept for its next joins: one a GPU a join on several uses at once. */
+static TcPair *ring_cache[TC_MAX_DEVICES];
+static std::atomic<int> ring_cache_busy[TC_MAX_DEVICES];
 
 TcStatus
 gpu_error(TcError *err, const char *what, cudaError_t rc)
@@ -162,7 +163,7 @@ tc_gpu_join_free(TcGpuJoin *g)
 	if (g->have_kev_base)
 		cudaEventDestroy(g->kev_base);
 	if (g->ring_cached)
-		ring_cache_busy.store(0);
+		ring_cache_busy[g->ring_slot].store(0);
 	for (int i = 0; i < g->ndev; i++)
 		cudaFree(g->dev[i]);
 	for (int i = 0; i < g->nhost; i++)
@@ -262,26 +263,32 @@ get_ring(TcGpuJoin *g, TcError *err)
 
 	if (g->ring != NULL)
 		return TC_OK;			/* already held (the upload took it) */
-	if (ring_cache_busy.exchange(1) == 0)
+	/* a join on one GPU keeps one ring, on several one a GPU: pinned memory stays bounded */
+	const int	slots = std::min(TC_MAX_DEVICES, g->share != NULL ? g->share->ngpus : 1);
+
+	for (int k = 0; k < slots && g->ring == NULL; k++)
 	{
-		if (ring_cache == NULL)
+		if (ring_cache_busy[k].exchange(1) != 0)
+			continue;
+		if (ring_cache[k] == NULL)
 		{
 			double		t0 = tc_now();
-			cudaError_t rc = cudaHostAlloc((void **) &ring_cache, bytes, cudaHostAllocDefault);
+			cudaError_t rc = cudaHostAlloc((void **) &ring_cache[k], bytes, cudaHostAllocDefault);
 
 			g->stats->gpu_setup_seconds += tc_now() - t0;
 
 			if (rc != cudaSuccess)
 			{
-				ring_cache = NULL;
-				ring_cache_busy.store(0);
+				ring_cache[k] = NULL;
+				ring_cache_busy[k].store(0);
 				return gpu_error(err, "cudaHostAlloc", rc);
 			}
 		}
-		g->ring = ring_cache;
+		g->ring = ring_cache[k];
 		g->ring_cached = true;
+		g->ring_slot = k;
 	}
-	else
+	if (g->ring == NULL)
 	{
 		TcStatus	st;
 

@@ -25,6 +25,7 @@
  * Pairs reach the host through a ring of pinned chunks, so that copies
  * overlap the sink and pinned memory stays small.  The ring is kept for the
  * process's next join: pinning is slow, in proportion to the size pinned.
+ * A join on several GPUs keeps one a GPU.
  */
 #define RING_CHUNK (1u << 19)	/* pairs: 12 MB */
 #define RING_SLOTS 4
@@ -122,7 +123,8 @@ struct TcGpuJoin
 	double		next_poll;		/* gpu_poll's next call of sink->poll */
 	TcJoinStats *stats;			/* the join's, for the set-up's time */
 	TcPair	   *ring;			/* RING_SLOTS x RING_CHUNK pinned pairs */
-	bool		ring_cached;	/* the process's ring, held by this join */
+	bool		ring_cached;	/* one of the process's rings, held by this join */
+	int			ring_slot;		/* which */
 	/* the sink's fold on the device (fold.cu), and its arrays there */
 	TcDeviceFold *fold;
 	unsigned long long *f_deg;

@@ -10,9 +10,10 @@
  * items) means the same point pairs on each; each GPU records a digest of
  * what numbers its units, and a join whose GPUs disagree fails rather than
  * return rows twice or not at all.  The sink's emit and poll stay on the
- * caller's thread (they may call into PostgreSQL): the GPUs' threads copy
- * their pairs into a bounded queue of chunks, and a GPU whose chunks are
- * not taken waits, so host memory stays bounded.  A fold (TcSink.fold) runs
+ * caller's thread (they may call into PostgreSQL): a GPU's thread hands
+ * its batch (in its pinned ring) to the caller's and waits until the sink
+ * has taken it, while its GPU computes the next batch; nothing is copied
+ * and nothing more is held.  A fold (TcSink.fold) runs
  * on each GPU into arrays of its own, merged here once every GPU is done:
  * degrees summed, forests united, least keys and smallest ids kept.
  */
@@ -28,16 +29,7 @@
 
 #include "join_state.h"
 
-#define RELAY_PAIRS (1u << 16)	/* pairs a chunk: 1.5 MB */
-#define RELAY_CHUNKS 4			/* chunks queued a GPU at most */
 #define MULTI_POLL 0.005		/* seconds between the sink's polls */
-
-struct RelayChunk
-{
-	RelayChunk *next;
-	size_t		count;
-	TcPair		pairs[RELAY_PAIRS];
-};
 
 struct MultiJoin;
 
@@ -55,6 +47,9 @@ struct MultiGpu
 	TcDeviceFold fold;			/* the caller's, with output arrays of its own */
 	pthread_t	thread;
 	bool		started;
+	/* a batch handed to the caller's thread, until the sink has taken it */
+	const TcPair *hand;
+	size_t		hand_count;
 };
 
 struct MultiJoin
@@ -66,65 +61,38 @@ struct MultiJoin
 	void	   *ctx;
 	const TcSink *sink;
 	pthread_mutex_t mu;
-	pthread_cond_t ready;		/* a chunk queued, or a GPU done */
-	pthread_cond_t room;		/* a chunk taken */
-	RelayChunk *head,
-			   *tail,
-			   *spare;			/* queued; taken and free again */
-	RelayChunk *emitting;		/* the chunk the caller is handing to the sink */
-	int			queued;
+	pthread_cond_t ready;		/* a batch handed over, or a GPU done */
+	pthread_cond_t taken;		/* a batch taken by the sink */
+	int			handed;			/* GPUs whose batch awaits the sink */
+	int			next_gpu;		/* where the caller looks first: each GPU in turn */
 	int			running;
 	bool		folding;
 	TcFoldKind	fold_kind;
 };
 
-/* A GPU's batch into the queue, a chunk at a time; nonzero once the join stops. */
+/* A GPU's batch to the caller's thread, once the sink has it; nonzero once the join stops. */
 static int
 relay_emit(void *arg, const TcPair *pairs, size_t count)
 {
 	MultiGpu   *mg = (MultiGpu *) arg;
 	MultiJoin  *m = mg->m;
+	int			r;
 
-	while (count > 0)
+	pthread_mutex_lock(&m->mu);
+	if (m->share.stop.load())
 	{
-		RelayChunk *c;
-		size_t		k = std::min(count, (size_t) RELAY_PAIRS);
-
-		pthread_mutex_lock(&m->mu);
-		while (m->queued >= RELAY_CHUNKS * m->n && !m->share.stop.load())
-			pthread_cond_wait(&m->room, &m->mu);
-		if (m->share.stop.load())
-		{
-			pthread_mutex_unlock(&m->mu);
-			return 1;
-		}
-		c = m->spare;
-		if (c != NULL)
-			m->spare = c->next;
-		m->queued++;			/* counted now: the chunk is this GPU's while it fills */
 		pthread_mutex_unlock(&m->mu);
-		if (c == NULL && (c = (RelayChunk *) malloc(sizeof(RelayChunk))) == NULL)
-		{
-			pthread_mutex_lock(&m->mu);
-			m->queued--;
-			pthread_mutex_unlock(&m->mu);
-			return 1;			/* the GPU's join stops; multi_gpu_join reports the memory */
-		}
-		memcpy(c->pairs, pairs, sizeof(TcPair) * k);
-		c->count = k;
-		c->next = NULL;
-		pthread_mutex_lock(&m->mu);
-		if (m->tail)
-			m->tail->next = c;
-		else
-			m->head = c;
-		m->tail = c;
-		pthread_cond_signal(&m->ready);
-		pthread_mutex_unlock(&m->mu);
-		pairs += k;
-		count -= k;
+		return 1;
 	}
-	return 0;
+	mg->hand = pairs;
+	mg->hand_count = count;
+	m->handed++;
+	pthread_cond_signal(&m->ready);
+	while (mg->hand != NULL && !m->share.stop.load())
+		pthread_cond_wait(&m->taken, &m->mu);
+	r = mg->hand != NULL;		/* stopped before the sink took it */
+	pthread_mutex_unlock(&m->mu);
+	return r;
 }
 
 static int
@@ -146,7 +114,6 @@ gpu_thread(void *arg)
 		m->share.stop.store(1);	/* the others stop too: the join has failed */
 	m->running--;
 	pthread_cond_broadcast(&m->ready);
-	pthread_cond_broadcast(&m->room);
 	pthread_mutex_unlock(&m->mu);
 	return NULL;
 }
@@ -343,7 +310,7 @@ stats_merge(MultiJoin *m, const TcJoinStats *base, TcJoinStats *out)
 		out->gpu_share[g] = total > 0 ? work[g] / total : 0.0;
 }
 
-/* Pairs the GPUs queued, to the sink, polling it; TC_OK once every GPU is done. */
+/* The GPUs' batches to the sink as they are handed over, polling it; TC_OK once every GPU is done. */
 static TcStatus
 relay_to_sink(MultiJoin *m)
 {
@@ -353,11 +320,11 @@ relay_to_sink(MultiJoin *m)
 
 	for (;;)
 	{
-		RelayChunk *c;
+		MultiGpu   *mg = NULL;
 		bool		done;
 
 		pthread_mutex_lock(&m->mu);
-		if (m->head == NULL && m->running > 0)
+		if (m->handed == 0 && m->running > 0)
 		{
 			struct timespec ts;
 
@@ -370,28 +337,29 @@ relay_to_sink(MultiJoin *m)
 			}
 			pthread_cond_timedwait(&m->ready, &m->mu, &ts);
 		}
-		c = m->head;
-		if (c != NULL)
+		for (int i = 0; i < m->n && mg == NULL; i++)
 		{
-			m->head = c->next;
-			if (m->head == NULL)
-				m->tail = NULL;
-			m->emitting = c;
+			MultiGpu   *c = &m->gpu[(m->next_gpu + i) % m->n];
+
+			if (c->hand != NULL)
+			{
+				mg = c;
+				m->next_gpu = (c->index + 1) % m->n;
+			}
 		}
-		done = c == NULL && m->running == 0;
+		done = mg == NULL && m->running == 0;
 		pthread_mutex_unlock(&m->mu);
 
-		if (c != NULL)
+		if (mg != NULL)
 		{
-			for (size_t i = 0; i < c->count; i += per)
-				if (sink->emit(sink->arg, c->pairs + i, std::min(per, c->count - i)) != 0)
+			/* the GPU's thread waits, so its ring slot stays as it is */
+			for (size_t i = 0; i < mg->hand_count; i += per)
+				if (sink->emit(sink->arg, mg->hand + i, std::min(per, mg->hand_count - i)) != 0)
 					return TC_STOPPED;
 			pthread_mutex_lock(&m->mu);
-			m->emitting = NULL;
-			c->next = m->spare;
-			m->spare = c;
-			m->queued--;
-			pthread_cond_broadcast(&m->room);
+			mg->hand = NULL;
+			m->handed--;
+			pthread_cond_broadcast(&m->taken);
 			pthread_mutex_unlock(&m->mu);
 		}
 		if (sink->poll && tc_now() >= next_poll)
@@ -403,6 +371,23 @@ relay_to_sink(MultiJoin *m)
 		if (done)
 			return TC_OK;
 	}
+}
+
+/* Every GPU stopped and its thread joined. */
+static void
+stop_all(MultiJoin *m)
+{
+	pthread_mutex_lock(&m->mu);
+	m->share.stop.store(1);
+	pthread_cond_broadcast(&m->taken);
+	pthread_cond_broadcast(&m->ready);
+	pthread_mutex_unlock(&m->mu);
+	for (int i = 0; i < m->n; i++)
+		if (m->gpu[i].started)
+		{
+			pthread_join(m->gpu[i].thread, NULL);
+			m->gpu[i].started = false;
+		}
 }
 
 /* The GPUs' outcome: the first failure that is not a stop, else a stop, else TC_OK. */
@@ -494,7 +479,7 @@ multi_gpu_join(TcGpuJoin **handle, GpuJoinOne one, void *ctx, const TcPoints *a,
 	m->fold_kind = f != NULL ? f->kind : TC_FOLD_COUNT;
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_cond_init(&m->ready, NULL);
-	pthread_cond_init(&m->room, NULL);
+	pthread_cond_init(&m->taken, NULL);
 	for (int i = 0; i < m->n; i++)
 	{
 		MultiGpu   *mg = &m->gpu[i];
@@ -508,7 +493,7 @@ multi_gpu_join(TcGpuJoin **handle, GpuJoinOne one, void *ctx, const TcPoints *a,
 		mg->relay.emit = relay_emit;
 		mg->relay.poll = relay_poll;
 		mg->relay.arg = mg;
-		mg->relay.batch_hint = RELAY_PAIRS;
+		mg->relay.batch_hint = RING_CHUNK;	/* a handover a ring slot */
 		if (m->folding)
 		{
 			if (!fold_copy(f, &mg->fold))
@@ -530,9 +515,8 @@ multi_gpu_join(TcGpuJoin **handle, GpuJoinOne one, void *ctx, const TcPoints *a,
 		{
 			pthread_mutex_lock(&m->mu);
 			m->running -= m->n - i;
-			m->share.stop.store(1);
-			pthread_cond_broadcast(&m->room);
 			pthread_mutex_unlock(&m->mu);
+			stop_all(m);
 			err->status = TC_ERR_NOMEM;
 			snprintf(err->message, sizeof(err->message), "could not start a thread for GPU %d",
 					 params->devices[i]);
@@ -540,17 +524,19 @@ multi_gpu_join(TcGpuJoin **handle, GpuJoinOne one, void *ctx, const TcPoints *a,
 		}
 		mg->started = true;
 	}
-	if ((st = relay_to_sink(m)) != TC_OK)
-	{
-		m->share.stop.store(1);
-		return st;
-	}
+	st = relay_to_sink(m);
+	/* the sink stopped the join: the GPUs stop too (a cancel leaves by longjmp instead) */
+	if (st != TC_OK)
+		stop_all(m);
 	for (int i = 0; i < m->n; i++)
-	{
-		pthread_join(m->gpu[i].thread, NULL);
-		m->gpu[i].started = false;
-	}
+		if (m->gpu[i].started)
+		{
+			pthread_join(m->gpu[i].thread, NULL);
+			m->gpu[i].started = false;
+		}
 	stats_merge(m, &base, stats);
+	if (st != TC_OK)
+		return st;
 	if ((st = outcome(m, err)) != TC_OK || (st = check_digests(m, err)) != TC_OK)
 		return st;
 	if (m->folding)
@@ -566,33 +552,15 @@ multi_gpu_join(TcGpuJoin **handle, GpuJoinOne one, void *ctx, const TcPoints *a,
 void
 multi_gpu_free(MultiJoin *m)
 {
-	pthread_mutex_lock(&m->mu);
-	m->share.stop.store(1);
-	pthread_cond_broadcast(&m->room);
-	pthread_cond_broadcast(&m->ready);
-	pthread_mutex_unlock(&m->mu);
-	for (int i = 0; i < m->n; i++)
-		if (m->gpu[i].started)
-			pthread_join(m->gpu[i].thread, NULL);
+	stop_all(m);
 	for (int i = 0; i < m->n; i++)
 	{
 		tc_gpu_join_free(m->gpu[i].handle);
 		if (m->folding)
 			fold_release(m->fold_kind, &m->gpu[i].fold);
 	}
-	free(m->emitting);			/* taken off the queue: its next is stale */
-	for (RelayChunk *c = m->head, *next; c != NULL; c = next)
-	{
-		next = c->next;
-		free(c);
-	}
-	for (RelayChunk *c = m->spare, *next; c != NULL; c = next)
-	{
-		next = c->next;
-		free(c);
-	}
 	pthread_mutex_destroy(&m->mu);
 	pthread_cond_destroy(&m->ready);
-	pthread_cond_destroy(&m->room);
+	pthread_cond_destroy(&m->taken);
 	delete m;
 }
