@@ -23,7 +23,10 @@
 #       of fewer than 8): a GPU join fails with "tcjoin.devices names GPU 7,
 #       but this process sees N GPU(s) (0 to N-1)", the CPU ignores the
 #       list, the session's next GPU join works, and a value that is not
-#       the setting's syntax is refused by SET.
+#       the setting's syntax is refused by SET;
+#   (e) on 2 or more GPUs, GPU 1 held full by test/gpu/gpu_hog.cu during a
+#       join on '0,1': the GPU-full error (gpu_full = error), the CPU's
+#       answer (device auto, gpu_full = cpu), every GPU's memory back.
 #   test/gpu/multi_gpu.sh [--no-engine] [--no-sql]
 # Needs the extension built with CUDA and installed (test/gpu/run.sh does
 # both, then runs this unless --no-multi), and a server: PGHOST etc. in the
@@ -356,6 +359,56 @@ SQL
         ok "devices 'x' and '0,16': refused by SET, the setting unchanged"
     else
         bad "devices 'x' and '0,16': not refused by SET as invalid values"
+    fi
+fi
+
+# ---- (e) one GPU of the list full: test/gpu/gpu_hog.cu holds all but 64 MiB of
+# GPU 1 while a join on '0,1' runs: gpu_full = error gives the GPU-full
+# message, device auto with gpu_full = cpu the CPU's answer, and once the
+# sessions end every GPU's memory is back
+if [ -z "$DRY" ] && [ "$NGPU" -ge 2 ]; then
+    echo "== GPU 1 full during a join on '0,1'"
+    if nvcc -O2 -o "$WORK/gpu_hog" test/gpu/gpu_hog.cu >"$WORK/hog-nvcc.log" 2>&1; then
+        base_used=$(gpus_used)
+        CUDA_VISIBLE_DEVICES=1 "$WORK/gpu_hog" 64 >"$WORK/hog.out" 2>&1 &
+        hog=$!
+        for _ in $(seq 1 300); do grep -q '^held' "$WORK/hog.out" && break; sleep 0.1; done
+        echo "# hog on GPU 1: $(cat "$WORK/hog.out")"
+        psql -X -q -A -t -d "$DB" >"$WORK/full.out" 2>&1 <<SQL
+SET tcjoin.devices = '0,1';
+SET tcjoin.device = gpu;
+SET tcjoin.gpu_full = error;
+SELECT 'gpu ' || count(*) FROM tc_selfjoin('h128', 'vec', 3.6, method => 'brute');
+SET tcjoin.device = auto;
+SET tcjoin.gpu_full = cpu;
+SELECT 'auto ' || count(*) FROM tc_selfjoin('h128', 'vec', 3.6, method => 'brute');
+SELECT 'ran ' || device FROM tc_last_stats();
+SQL
+        kill "$hog" 2>/dev/null
+        wait "$hog" 2>/dev/null
+        sed 's/^/#   /' "$WORK/full.out"
+        want=$(q_db "$DB" -c "SET tcjoin.device = cpu" -c "SELECT count(*) FROM tc_selfjoin('h128', 'vec', 3.6, method => 'brute')" 2>/dev/null)
+        if grep -q 'ERROR:  tcjoin: the GPU is out of memory' "$WORK/full.out" && ! grep -q '^gpu ' "$WORK/full.out"; then
+            ok "GPU 1 full, devices '0,1', gpu_full = error: the GPU-full message"
+        else
+            bad "GPU 1 full, devices '0,1', gpu_full = error: no GPU-full error"
+        fi
+        if [ -n "$want" ] && grep -q "^auto $want\$" "$WORK/full.out"; then
+            ok "GPU 1 full, device auto, gpu_full = cpu: the CPU's count ($want; $(grep '^ran ' "$WORK/full.out"))"
+        else
+            bad "GPU 1 full, device auto, gpu_full = cpu: want $want"
+        fi
+        sleep 1
+        now_used=$(gpus_used)
+        if awk -v a="$base_used" -v b="$now_used" 'BEGIN { n = split(a, x, " "); m = split(b, y, " ")
+                if (n == 0 || n != m) exit 1
+                for (i = 1; i <= n; i++) if (y[i] > x[i] + 64) exit 1 }'; then
+            ok "GPU 1 full: every GPU's memory back once the session ended ($base_used -> $now_used MiB)"
+        else
+            bad "GPU 1 full: memory left: $base_used -> $now_used MiB"
+        fi
+    else
+        bad "gpu_hog did not build: $(head -3 "$WORK/hog-nvcc.log")"
     fi
 fi
 
