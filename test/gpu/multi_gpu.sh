@@ -248,6 +248,12 @@ done
 # ---- (c) cancel: a several-GPU join of many seconds under statement_timeout = '1s'
 # The GPUs' used memory (MiB), one number a GPU.
 gpus_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | paste -sd' ' -; }
+# Whether every GPU's used memory ($2, gpus_used) is back within 64 MiB of $1.
+memory_back() {
+    awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); m = split(b, y, " ")
+        if (n == 0 || n != m) exit 1
+        for (i = 1; i <= n; i++) if (y[i] > x[i] + 64) exit 1 }'
+}
 LIST=${LISTS[-1]}
 # the delay past the 1 s timeout, as cancel_gpu.sh and the project's standard count it
 LIMIT_MS=${MULTI_CANCEL_MS:-1000}
@@ -314,9 +320,7 @@ if [ -z "$DRY" ]; then
     now_used=$(gpus_used)
     apps=$(gpu_apps)
     echo "# GPU memory used: before ${base_used} MiB, after the sessions ${now_used} MiB; processes holding a GPU: $apps"
-    if awk -v a="$base_used" -v b="$now_used" 'BEGIN { n = split(a, x, " "); m = split(b, y, " ")
-            if (n == 0 || n != m) exit 1
-            for (i = 1; i <= n; i++) if (y[i] > x[i] + 64) exit 1 }' && [ "$apps" -eq 0 ]; then
+    if memory_back "$base_used" "$now_used" && [ "$apps" -eq 0 ]; then
         ok "no GPU memory or process left once the cancelled sessions ended"
     else
         bad "GPU memory or processes left: $base_used -> $now_used MiB, $apps processes"
@@ -400,9 +404,7 @@ SQL
         fi
         sleep 1
         now_used=$(gpus_used)
-        if awk -v a="$base_used" -v b="$now_used" 'BEGIN { n = split(a, x, " "); m = split(b, y, " ")
-                if (n == 0 || n != m) exit 1
-                for (i = 1; i <= n; i++) if (y[i] > x[i] + 64) exit 1 }'; then
+        if memory_back "$base_used" "$now_used"; then
             ok "GPU 1 full: every GPU's memory back once the session ended ($base_used -> $now_used MiB)"
         else
             bad "GPU 1 full: memory left: $base_used -> $now_used MiB"
