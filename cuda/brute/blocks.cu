@@ -144,16 +144,8 @@ BruteRun::join_blocks(void)
 	int			placed = -1;
 	TcStatus	st;
 
-	for (;; t++)
+	while (take_units(g->share, npairs, [] (unsigned long long c) { return c + 1; }, &t, &t1))
 	{
-		if (g->share != NULL)
-		{
-			if (!claim_units(g->share, npairs, [] (unsigned long long c) { return c + 1; }, &t, &t1))
-				break;
-		}
-		else if (t >= npairs)
-			break;
-
 		int			bi = 0;
 		unsigned long long r = t;
 
@@ -222,17 +214,8 @@ BruteRun::join_pairs_of_blocks(void)
 
 	if (B == 0)
 		return join_two(0, 0);
-	for (;; t++)
-	{
-		if (g->share != NULL)
-		{
-			if (!claim_units(g->share, npairs, [] (unsigned long long c) { return c + 1; }, &t, &t1))
-				break;
-		}
-		else if (t >= npairs)
-			break;
+	while (take_units(g->share, npairs, [] (unsigned long long c) { return c + 1; }, &t, &t1))
 		if ((st = join_two((int) (t / nblk_b), (int) (t % nblk_b))) != TC_OK)
 			return st;
-	}
 	return TC_OK;
 }

@@ -208,7 +208,7 @@ BruteRun::plan_memory(void)
 		unsigned long long v = !stream ? ULLONG_MAX : B > 0 ? B : 1;
 		TcStatus	st;
 
-		if ((st = share_agree_min(g, &v, err)) != TC_OK)
+		if ((st = share_agree_min(g, &v)) != TC_OK)
 			return st;
 		B = v == ULLONG_MAX || v == 1 ? 0 : (unsigned int) v;
 	}
@@ -428,26 +428,14 @@ BruteRun::join_set(unsigned int split, bool shared)
 	const unsigned long long G = sh != NULL ? (unsigned long long) sh->ngpus : 1;
 	const unsigned long long least = std::max(1ull, nsq_all / (32 * G));
 	auto		run = [&] (unsigned long long c) {
-		return c + std::min(band_sq, std::max(least, (nsq_all - c) / (3 * G)));
+		return c + (sh == NULL ? band_sq : std::min(band_sq, std::max(least, (nsq_all - c) / (3 * G))));
 	};
 	unsigned long long u0 = 0,
 				u1 = 0;
 
-	for (;;)
-	{
-		if (sh != NULL)
-		{
-			if (!claim_units(sh, nsq_all, run, &u0, &u1))
-				break;
-		}
-		else if (u0 >= nsq_all)
-			break;
-		else
-			u1 = std::min(nsq_all, u0 + band_sq);
+	while (take_units(sh, nsq_all, run, &u0, &u1))
 		if ((st = join_band(u0, u1, split)) != TC_OK)
 			return st;
-		u0 = u1;
-	}
 	return TC_OK;
 }
 

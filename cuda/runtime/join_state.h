@@ -84,6 +84,25 @@ claim_units(GpuShare *sh, unsigned long long n, Next next, unsigned long long *l
 	}
 }
 
+/*
+ * The next units of n this GPU works on: from the GPUs' queue where there
+ * is one (claim_units), else in order from *hi (0 before the first); false
+ * once none is left.
+ */
+template <typename Next>
+static inline bool
+take_units(GpuShare *sh, unsigned long long n, Next next, unsigned long long *lo,
+		   unsigned long long *hi)
+{
+	if (sh != NULL)
+		return claim_units(sh, n, next, lo, hi);
+	if (*hi >= n)
+		return false;
+	*lo = *hi;
+	*hi = std::min(n, std::max(*lo + 1, next(*lo)));
+	return true;
+}
+
 struct TcGpuJoin
 {
 	int			device;
@@ -230,7 +249,7 @@ extern TcStatus multi_gpu_join(TcGpuJoin **handle, GpuJoinOne one, void *ctx,
  * given its own (waiting for the others, polling the sink); one call per
  * GPU and join.  TC_STOPPED where another GPU failed first.
  */
-extern TcStatus share_agree_min(TcGpuJoin *g, unsigned long long *v, TcError *err);
+extern TcStatus share_agree_min(TcGpuJoin *g, unsigned long long *v);
 
 /* Frees a several-GPU join's own (tc_gpu_join_free, for g->multi). */
 extern void multi_gpu_free(struct MultiJoin *m);

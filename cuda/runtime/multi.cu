@@ -119,7 +119,7 @@ gpu_thread(void *arg)
 }
 
 TcStatus
-share_agree_min(TcGpuJoin *g, unsigned long long *v, TcError *err)
+share_agree_min(TcGpuJoin *g, unsigned long long *v)
 {
 	GpuShare   *sh = g->share;
 	unsigned long long cur = sh->agreed.load();
@@ -138,7 +138,6 @@ share_agree_min(TcGpuJoin *g, unsigned long long *v, TcError *err)
 			return st;
 		nanosleep(&ts, NULL);
 	}
-	(void) err;
 	*v = sh->agreed.load();
 	return TC_OK;
 }
@@ -373,6 +372,18 @@ relay_to_sink(MultiJoin *m)
 	}
 }
 
+/* Every GPU's thread joined, once it has ended. */
+static void
+join_all(MultiJoin *m)
+{
+	for (int i = 0; i < m->n; i++)
+		if (m->gpu[i].started)
+		{
+			pthread_join(m->gpu[i].thread, NULL);
+			m->gpu[i].started = false;
+		}
+}
+
 /* Every GPU stopped and its thread joined. */
 static void
 stop_all(MultiJoin *m)
@@ -382,12 +393,7 @@ stop_all(MultiJoin *m)
 	pthread_cond_broadcast(&m->taken);
 	pthread_cond_broadcast(&m->ready);
 	pthread_mutex_unlock(&m->mu);
-	for (int i = 0; i < m->n; i++)
-		if (m->gpu[i].started)
-		{
-			pthread_join(m->gpu[i].thread, NULL);
-			m->gpu[i].started = false;
-		}
+	join_all(m);
 }
 
 /* The GPUs' outcome: the first failure that is not a stop, else a stop, else TC_OK. */
@@ -528,12 +534,8 @@ multi_gpu_join(TcGpuJoin **handle, GpuJoinOne one, void *ctx, const TcPoints *a,
 	/* the sink stopped the join: the GPUs stop too (a cancel leaves by longjmp instead) */
 	if (st != TC_OK)
 		stop_all(m);
-	for (int i = 0; i < m->n; i++)
-		if (m->gpu[i].started)
-		{
-			pthread_join(m->gpu[i].thread, NULL);
-			m->gpu[i].started = false;
-		}
+	else
+		join_all(m);
 	stats_merge(m, &base, stats);
 	if (st != TC_OK)
 		return st;
