@@ -24,8 +24,15 @@ BruteRun::upload_rows(const TcPoints *p, size_t first, unsigned int r, unsigned 
 					  unsigned long long zbase)
 {
 	double		tu = tc_now();
-	TcStatus	s2 = upload(g, (char *) d_x + rowbytes * dst, (const char *) p->data + rowbytes * first,
-							rowbytes * r, g->stream[0], sink, err);
+	void	   *to = (char *) d_x + rowbytes * dst;
+	const char *from = (const char *) p->data + rowbytes * first;
+	TcStatus	s2;
+
+	/* a whole set on several GPUs: host memory read once, not once a GPU */
+	if (B == 0 && g->share != NULL && g->share->ngpus > 1 && shared_sets < SHARE_SETS)
+		s2 = share_upload(g, shared_sets++, to, from, rowbytes * r, rowbytes, err);
+	else
+		s2 = upload(g, to, from, rowbytes * r, g->stream[0], sink, err);
 
 	stats->gpu_upload_seconds += tc_now() - tu;
 	if (s2 == TC_OK && bd.metric == TC_METRIC_COSINE)

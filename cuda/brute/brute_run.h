@@ -43,6 +43,7 @@ struct BruteRun
 	unsigned int nb;
 	int			nblk_a;
 	int			placed_a;		/* a's block at row 0, or -1 */
+	int			shared_sets;	/* several GPUs: whole sets share_upload has brought */
 
 	/* the plan and the prepared set */
 	BruteDev	bd;

@@ -40,6 +40,7 @@
 struct GpuShare
 {
 	int			ngpus;
+	int			devices[TC_MAX_DEVICES];	/* each GPU's device number */
 	/* the next unit no GPU has taken: squares of tiles, pairs of blocks or work items */
 	std::atomic<unsigned long long> next;
 	/* set once any GPU fails or the caller stops: every other GPU stops */
@@ -54,7 +55,16 @@ struct GpuShare
 	/* share_agree_min's value and the GPUs that have given theirs */
 	std::atomic<unsigned long long> agreed;
 	std::atomic<int> agreeing;
+	/*
+	 * share_upload: where each GPU holds set k (of SHARE_SETS) once its own
+	 * slice of it is there (NULL: not yet).  The memory stays until every
+	 * GPU's thread has ended (multi_gpu_free), so a GPU may read another's
+	 * even after that one has failed.
+	 */
+	std::atomic<void *> held[2][TC_MAX_DEVICES];
 };
+
+#define SHARE_SETS 2			/* whole sets a join uploads: a self-join's one, or a and b */
 
 /*
  * Units [*lo, *hi) from the shared queue of n units, *hi from
@@ -250,6 +260,15 @@ extern TcStatus multi_gpu_join(TcGpuJoin **handle, GpuJoinOne one, void *ctx,
  * GPU and join.  TC_STOPPED where another GPU failed first.
  */
 extern TcStatus share_agree_min(TcGpuJoin *g, unsigned long long *v);
+
+/*
+ * Several GPUs, each holding a whole set (the k-th of the join, k <
+ * SHARE_SETS): bytes of the caller's memory (whole units of unit bytes)
+ * to dst, each GPU bringing its slice from the host and copying the other
+ * slices from the GPUs that brought them.
+ */
+extern TcStatus share_upload(TcGpuJoin *g, int k, void *dst, const void *src, size_t bytes,
+							 size_t unit, TcError *err);
 
 /* Frees a several-GPU join's own (tc_gpu_join_free, for g->multi). */
 extern void multi_gpu_free(struct MultiJoin *m);

@@ -142,6 +142,85 @@ share_agree_min(TcGpuJoin *g, unsigned long long *v)
 	return TC_OK;
 }
 
+/*
+ * Copies between two GPUs direct (NVLink or PCIe peer to peer) where they
+ * can: without peer access the driver stages them through host memory.
+ * Once enabled it stays for the process; the current device is g's.
+ */
+static TcStatus
+enable_peer(TcGpuJoin *g, int peer, TcError *err)
+{
+	int			can = 0;
+
+	if (peer == g->device)
+		return TC_OK;
+	CHECK(cudaDeviceCanAccessPeer(&can, g->device, peer));
+	if (!can)
+		return TC_OK;
+
+	cudaError_t rc = with_signals_blocked([peer] { return cudaDeviceEnablePeerAccess(peer, 0); });
+
+	if (rc == cudaErrorPeerAccessAlreadyEnabled)
+	{
+		(void) cudaGetLastError();	/* not sticky: clear it */
+		return TC_OK;
+	}
+	CHECK(rc);
+	return TC_OK;
+}
+
+TcStatus
+share_upload(TcGpuJoin *g, int k, void *dst, const void *src, size_t bytes, size_t unit,
+			 TcError *err)
+{
+	GpuShare   *sh = g->share;
+	const int	ng = sh->ngpus,
+				me = g->share_index;
+	const size_t units = unit > 0 ? bytes / unit : 0;
+	bool		have[TC_MAX_DEVICES] = {false};
+	int			left = ng - 1;
+	TcStatus	st;
+	auto		slice = [&](int i) { return units * (size_t) i / (size_t) ng * unit; };
+
+	if ((st = upload(g, (char *) dst + slice(me), (const char *) src + slice(me),
+					 slice(me + 1) - slice(me), g->stream[0], g->sink, err)) != TC_OK)
+		return st;
+	sh->held[k][me].store(dst);
+	have[me] = true;
+	/* the other slices as their GPUs publish them */
+	while (left > 0)
+	{
+		bool		got = false;
+
+		for (int i = 0; i < ng; i++)
+		{
+			void	   *there = have[i] ? NULL : sh->held[k][i].load();
+			int			dev = sh->devices[i];
+
+			if (there == NULL)
+				continue;
+			if ((st = enable_peer(g, dev, err)) != TC_OK)
+				return st;
+			CHECK(cudaMemcpyPeerAsync((char *) dst + slice(i), g->device, (char *) there + slice(i), dev,
+									  slice(i + 1) - slice(i), g->stream[0]));
+			have[i] = true;
+			left--;
+			got = true;
+		}
+		if (!got && left > 0)
+		{
+			struct timespec ts = {0, 100000};
+
+			if (sh->stop.load())
+				return TC_STOPPED;
+			if ((st = gpu_poll(g, g->sink)) != TC_OK)
+				return st;
+			nanosleep(&ts, NULL);
+		}
+	}
+	return gpu_sync(g, g->stream[0], err);
+}
+
 /* The fold's output arrays, a GPU's own; its inputs stay the caller's. */
 static bool
 fold_copy(const TcDeviceFold *f, TcDeviceFold *mine)
@@ -478,6 +557,11 @@ multi_gpu_join(TcGpuJoin **handle, GpuJoinOne one, void *ctx, const TcPoints *a,
 	m->share.stop.store(0);
 	m->share.agreed.store(ULLONG_MAX);
 	m->share.agreeing.store(0);
+	for (int k = 0; k < SHARE_SETS; k++)
+		for (int i = 0; i < TC_MAX_DEVICES; i++)
+			m->share.held[k][i].store(NULL);
+	for (int i = 0; i < m->n; i++)
+		m->share.devices[i] = params->devices[i];
 	m->one = one;
 	m->ctx = ctx;
 	m->sink = sink;

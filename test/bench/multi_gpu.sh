@@ -4,7 +4,14 @@
 # (--devices 0, 0,1, 0,1,2,3, ...), for three joins:
 #   - FP16 brute force, 100,000 x 4,096 Gaussian points;
 #   - FP16 brute force, 1,000,000 x 128 Gaussian points;
-#   - the grid, 2,000,000 exponential 2-D points (rate 40), eps 0.0002.
+#   - the grid, 2,000,000 exponential 2-D points (rate 40), eps 0.0002;
+#   - streamed: FP16 brute force, 2,000,000 x 128 Gaussian points with
+#     1 GB of GPU memory a join (--gpu-memory), so that each GPU holds only
+#     the two blocks it joins (the path for sets past one GPU's memory);
+#   - big: FP16 brute force, BIG_N (default 4,000,000) x 128 Gaussian
+#     points at brute128's eps (so about 4 x 64 neighbours a point at
+#     4,000,000): the largest set the benchmark's time allows, not the
+#     largest the host holds (a join of that takes hours).
 # The brute-force joins' eps gives about NEIGHBOURS (default 64) neighbours
 # a point, counted by whole joins on one GPU (tcbench --calibrate) and
 # shared by every run of the join.  Pairs go to a sink in host memory that
@@ -28,7 +35,7 @@ set -uo pipefail
 REPS=${1:-3}
 K=${NEIGHBOURS:-64}
 SINK=${SINK:-count}
-CASES=${CASES:-brute4096 brute128 grid2}
+CASES=${CASES:-brute4096 brute128 grid2 streamed big}
 DEVICE=${DEVICE:-gpu}
 cd "$(dirname "$0")/../.." || exit 1
 WORK=$(mktemp -d)
@@ -57,10 +64,13 @@ case_args() {
         brute4096) echo "--gen gauss --n 100000 --d 4096 --method brute --device $DEVICE" ;;
         brute128)  echo "--gen gauss --n 1000000 --d 128 --method brute --device $DEVICE" ;;
         grid2)     echo "--gen expo --n 2000000 --d 2 --method grid --device $DEVICE" ;;
+        streamed)  echo "--gen gauss --n 2000000 --d 128 --method brute --gpu-memory 1024 --device $DEVICE" ;;
+        big)       echo "--gen gauss --n ${BIG_N:-4000000} --d 128 --method brute --device $DEVICE" ;;
         *)         return 1 ;;
     esac
 }
 
+EPS128=''
 ROWS=("case|devices|GPUs|join phase s|speedup|efficiency|end to end s|pairs|shares|status")
 for c in $CASES; do
     if ! args=$(case_args "$c"); then
@@ -69,6 +79,20 @@ for c in $CASES; do
     fi
     if [ "$c" = grid2 ]; then
         eps=0.0002
+    elif [ "$c" = big ] || [ "$c" = streamed ]; then
+        # brute128's eps (more neighbours at more points), calibrated here if it did not run
+        if [ -z "${EPS128:-}" ]; then
+            # shellcheck disable=SC2086
+            EPS128=$($B $(case_args brute128) --devices 0 --neighbours "$K" --calibrate --eps-only \
+                         2>"$WORK/calibrate.err")
+        fi
+        eps=$EPS128
+        if [ -z "$eps" ]; then
+            echo "multi_gpu: $c: calibrating eps failed:" >&2
+            cat "$WORK/calibrate.err" >&2
+            ROWS+=("$c|-|-|-|-|-|-|-|-|calibration failed")
+            continue
+        fi
     else
         # calibrated on one GPU: the same eps for every list
         # shellcheck disable=SC2086
@@ -79,6 +103,7 @@ for c in $CASES; do
             ROWS+=("$c|-|-|-|-|-|-|-|-|calibration failed")
             continue
         fi
+        [ "$c" = brute128 ] && EPS128=$eps
     fi
     echo "# $c: $args --eps $eps" >&2
     base='' base_pairs=''
