@@ -596,8 +596,12 @@ BruteRun::run(void)
 {
 	TcStatus	st;
 
-	if ((st = plan_memory()) != TC_OK || (st = plan_and_place()) != TC_OK ||
-		(st = record_digest()) != TC_OK)
+	double		t_placed;
+
+	if ((st = plan_memory()) != TC_OK || (st = plan_and_place()) != TC_OK)
+		return st;
+	t_placed = tc_now();
+	if ((st = record_digest()) != TC_OK)
 		return st;
 	nt_max = B > 0 ? 2ull * B / BT : npad / BT;
 	if ((st = alloc_results()) != TC_OK)
@@ -642,6 +646,13 @@ BruteRun::run(void)
 	stats->join_seconds = tc_now() - t1;
 	if (g->ov.trace)
 		fprintf(stderr, "tcjoin trace: join phase %.3f ms\n", stats->join_seconds * 1e3);
+	/* several GPUs: where each one's time went, on the join's clock */
+	if (g->ov.trace && g->share != NULL)
+		fprintf(stderr, "tcjoin trace: GPU %d (entry %d), ms from the join's start: started %.1f, "
+				"uploaded %.1f, placed and prepared %.1f, join phase %.1f to %.1f\n", g->device,
+				g->share_index, (t0 - g->share->t0) * 1e3,
+				(t0 - g->share->t0 + stats->gpu_upload_seconds) * 1e3, (t_placed - g->share->t0) * 1e3,
+				(t1 - g->share->t0) * 1e3, (tc_now() - g->share->t0) * 1e3);
 	return TC_OK;
 }
 

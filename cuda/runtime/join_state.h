@@ -41,6 +41,7 @@ struct GpuShare
 {
 	int			ngpus;
 	int			devices[TC_MAX_DEVICES];	/* each GPU's device number */
+	double		t0;				/* the join's start (tc_now), for traces on one clock */
 	/* the next unit no GPU has taken: squares of tiles, pairs of blocks or work items */
 	std::atomic<unsigned long long> next;
 	/* set once any GPU fails or the caller stops: every other GPU stops */

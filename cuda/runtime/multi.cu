@@ -554,6 +554,7 @@ multi_gpu_join(TcGpuJoin **handle, GpuJoinOne one, void *ctx, const TcPoints *a,
 	m->n = params->ndevices;
 	m->share.ngpus = m->n;
 	m->share.next.store(0);
+	m->share.t0 = tc_now();
 	m->share.stop.store(0);
 	m->share.agreed.store(ULLONG_MAX);
 	m->share.agreeing.store(0);

@@ -63,6 +63,8 @@ extern TcOverrides g_overrides;
  * unlike it).
  */
 extern void take_devices(TcJoinParams *params);
+/* How many GPUs (each counted once) the list lets a join use: work scaled to it stays long */
+extern int	distinct_gpus(void);
 extern void note_gpus(TcStatus st, const TcJoinStats *stats);
 /* gpu_vs_cpu_devices.c: --devices parsed; checked against the GPUs seen; the closing case */
 extern bool devices_option(const char *arg);

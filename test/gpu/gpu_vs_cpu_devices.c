@@ -44,6 +44,21 @@ listed_count(void)
 	return g_ndevices > 0 ? g_ndevices : g_seen;
 }
 
+int
+distinct_gpus(void)
+{
+	bool		seen[TC_MAX_DEVICES] = {false};
+	int			k = 0;
+
+	for (int i = 0; i < listed_count(); i++)
+		if (listed(i) >= 0 && listed(i) < TC_MAX_DEVICES && !seen[listed(i)])
+		{
+			seen[listed(i)] = true;
+			k++;
+		}
+	return k > 0 ? k : 1;
+}
+
 /*
  * A GPU join's GPUs against the list: 1 to all of them, each listed (as
  * often as it ran: "0,0" lets GPU 0 run twice), each share within 0..1

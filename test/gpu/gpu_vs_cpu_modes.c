@@ -97,9 +97,13 @@ failure_modes(void)
 		free(y);
 	}
 
-	/* Cancel during FP16 brute force: 800,000 points in 512 dimensions (about a second's work). */
+	/*
+	 * Cancel during FP16 brute force: 800,000 points in 512 dimensions
+	 * (about a second's work on one GPU), more on several so that the
+	 * join outlasts the request (the work grows as the square).
+	 */
 	{
-		int64_t		m = 800000;
+		int64_t		m = (int64_t) (800000 * sqrt((double) distinct_gpus()));
 		float	   *y = make_points("uniform", m, 512);
 		TcPoints	q = {y, m, 512, TC_FLOAT4};
 		TcJoinParams slow = {.eps = 1.0, .method = TC_METHOD_BRUTE, .device = TC_DEVICE_GPU,
