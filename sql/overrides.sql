@@ -32,6 +32,10 @@ SET tcjoin.dev_overrides = '';
 SHOW tcjoin.dev_overrides;
 SET tcjoin.dev_overrides = 'batch_rate=0';
 SHOW tcjoin.dev_overrides;
+SET tcjoin.dev_overrides = 'split=all';
+SHOW tcjoin.dev_overrides;
+SET tcjoin.dev_overrides = 'split=auto';
+SHOW tcjoin.dev_overrides;
 
 --
 -- Bad text is refused, with the parser's message as the detail, and the
@@ -46,6 +50,7 @@ SET tcjoin.dev_overrides = 'tile_kernel=wgmma';
 SET tcjoin.dev_overrides = 'clusters=yes';
 SET tcjoin.dev_overrides = 'batch_rate=2';
 SET tcjoin.dev_overrides = 'batch_rate=half';
+SET tcjoin.dev_overrides = 'split=some';
 -- Not key=value at all.
 SET tcjoin.dev_overrides = 'trace';
 SET tcjoin.dev_overrides = '=on';

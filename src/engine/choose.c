@@ -318,6 +318,71 @@ gpu_estimate(TcJoin *join, const TcGpuInfo *info, double *seconds, TcError *err)
 	return TC_OK;
 }
 
+/*
+ * What one more GPU costs a join besides its share of the kernels, in
+ * seconds: its thread, streams and buffers, its own preparation of the
+ * whole input beside the others' and its part of the hand-over.  Measured
+ * on 4 H100s with joins too small to split (docs/lab/2026-11-27-several-gpus.md).
+ */
+#define TC_GPU_EXTRA 0.005
+
+/*
+ * How many of params' GPUs a join takes: the first g of the list, g the
+ * one whose estimate is least, the kernels' seconds shared by the distinct
+ * GPUs among them against TC_GPU_EXTRA a GPU past the first, and
+ * TC_GPU_COLD once where one of them has no context in this process yet.
+ * A join too small to gain from splitting keeps one GPU and never wakes
+ * the others.
+ */
+int
+tc_choose_gpus(const TcJoin *join, const TcJoinParams *params, bool fp16_brute,
+			   const TcGridPlan *plan)
+{
+	TcGpuInfo	info;
+	double		kernels,
+				best_cost;
+	bool		seen[TC_MAX_DEVICES] = {false};
+	bool		cold = false;
+	int			distinct = 0,
+				best = 1;
+
+	if (params->ndevices <= 1 || join->params.overrides.split_all)
+		return params->ndevices;
+	if (!tc_gpu_info(params->devices[0], &info))
+		return 1;
+	if (fp16_brute)
+		kernels = gpu_brute_cost(join, &info);
+	else
+	{
+		TcGridPlan	p = *plan;
+
+		if (join->params.method == TC_METHOD_BRUTE)
+			p.est_candidates = p.cand_k[0];	/* one cell */
+		kernels = gpu_grid_cost(join, &p);
+	}
+	best_cost = kernels;
+	for (int g = 1; g <= params->ndevices; g++)
+	{
+		int			dev = params->devices[g - 1];
+		double		cost;
+
+		if (dev >= 0 && dev < TC_MAX_DEVICES && !seen[dev])
+		{
+			seen[dev] = true;
+			distinct++;
+		}
+		if (g > 1 && !tc_gpu_ready(dev))
+			cold = true;
+		cost = kernels / distinct + TC_GPU_EXTRA * (g - 1) + (cold ? TC_GPU_COLD : 0);
+		if (cost < best_cost)
+		{
+			best = g;
+			best_cost = cost;
+		}
+	}
+	return best;
+}
+
 /* tc_dot_range_ok of every set of the join. */
 static bool
 dot_range_ok(TcJoin *join, bool *stopped)

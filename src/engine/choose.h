@@ -28,6 +28,15 @@ extern TcStatus tc_choose_gpu_method(TcJoin *join, bool *fp16_brute,
 									 TcError *err);
 
 /*
+ * How many GPUs of params' list (resolved: tc_devices_resolve) the join
+ * takes, from the first: all of them with the override split=all, else as
+ * many as the estimates say pay, given the path (fp16_brute, else the grid
+ * with plan).
+ */
+extern int	tc_choose_gpus(const TcJoin *join, const TcJoinParams *params, bool fp16_brute,
+						   const TcGridPlan *plan);
+
+/*
  * The CPU's cost of every grid plan from the planner's sample: hits[k]
  * sample pairs are neighbours on exactly the first k of plan's kmax
  * candidate dimensions, out of sample_pairs.  Fills plan->kmax, cost_k and

@@ -122,6 +122,7 @@ typedef struct TcOverrides
 	bool		trace;			/* GPU: each batch's times on stderr */
 	bool		no_prefault;	/* loading: the matrix's pages faulted by its writes only */
 	TcDotFilterKind dot_filter; /* CPU brute force's dot-product filter */
+	bool		split_all;		/* several GPUs: every one listed, however small the join */
 } TcOverrides;
 
 /* What a GPU join does when the GPU's memory is exhausted. */

@@ -13,6 +13,7 @@
  *	  trace=on|off
  *	  prefault=on|off
  *	  dot_filter=auto|float32|int8|int8-portable
+ *	  split=auto|all	(several GPUs: as many as pay, or every one listed)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -40,6 +41,9 @@ static const OverrideChoice onoff_choices[] = {
 static const OverrideChoice dot_filter_choices[] = {
 	{"auto", TC_DOT_FILTER_AUTO}, {"float32", TC_DOT_FILTER_FLOAT32}, {"int8", TC_DOT_FILTER_INT8},
 	{"int8-portable", TC_DOT_FILTER_INT8_PORTABLE}, {NULL, 0}
+};
+static const OverrideChoice split_choices[] = {
+	{"auto", 0}, {"all", 1}, {NULL, 0}
 };
 static const OverrideChoice bound_choices[] = {
 	{"prefix", 0}, {"whole", 1}, {NULL, 0}
@@ -99,6 +103,8 @@ parse_item(const char *key, const char *value, TcOverrides *out, char *msg, size
 		choices = bound_choices;
 	else if (strcmp(key, "dot_filter") == 0)
 		choices = dot_filter_choices;
+	else if (strcmp(key, "split") == 0)
+		choices = split_choices;
 	else if (strcmp(key, "recheck_group") == 0 || strcmp(key, "clusters") == 0 ||
 			 strcmp(key, "pingpong") == 0 || strcmp(key, "trace") == 0 ||
 			 strcmp(key, "prefault") == 0)
@@ -106,7 +112,7 @@ parse_item(const char *key, const char *value, TcOverrides *out, char *msg, size
 	else
 	{
 		snprintf(msg, msglen, "unknown override \"%s\" (known: tile_kernel, recheck, "
-				 "recheck_group, clusters, pingpong, filter_bound, batch_rate, trace, prefault, dot_filter)", key);
+				 "recheck_group, clusters, pingpong, filter_bound, batch_rate, trace, prefault, dot_filter, split)", key);
 		return false;
 	}
 	if (!pick(choices, value, &v))
@@ -123,6 +129,8 @@ parse_item(const char *key, const char *value, TcOverrides *out, char *msg, size
 		out->whole_dot_bound = v != 0;
 	else if (choices == dot_filter_choices)
 		out->dot_filter = (TcDotFilterKind) v;
+	else if (choices == split_choices)
+		out->split_all = v != 0;
 	else if (strcmp(key, "recheck_group") == 0)
 		out->no_recheck_group = v == 0;
 	else if (strcmp(key, "clusters") == 0)

@@ -15,7 +15,9 @@
 # The brute-force joins' eps gives about NEIGHBOURS (default 64) neighbours
 # a point, counted by whole joins on one GPU (tcbench --calibrate) and
 # shared by every run of the join.  Pairs go to a sink in host memory that
-# counts them (SINK, default count: tcbench --sink), so that handing the
+# counts them (SINK, default count: tcbench --sink; the override
+# split=all keeps every listed GPU in the join, as the estimates would for
+# these sizes), so that handing the
 # pairs over does not hide the join phase.  Medians of REPS (default 3)
 # runs: the join phase (tcbench's join_med_s: the part split across the
 # GPUs), its speedup over one GPU and the efficiency (speedup / GPUs), the
@@ -114,7 +116,7 @@ for c in $CASES; do
         label=$c
         [ "$list" = 0,0 ] && label="$c (one GPU named twice)"
         # shellcheck disable=SC2086
-        line=$(timeout 900 $B $args --eps "$eps" --devices "$list" --sink "$SINK" --reps "$REPS" --csv \
+        line=$(timeout 900 $B $args --eps "$eps" --devices "$list" --override split=all --sink "$SINK" --reps "$REPS" --csv \
                    2>"$WORK/run.err" | tail -1)
         IFS=, read -r _ _ _ _ _ _ _ _ _ wall _ _ _ _ _ pairs _ _ _ _ _ _ _ status _ _ _ _ _ \
             join_med _ ran _ shares _ <<<"$line"

@@ -20,10 +20,12 @@
  * --override's developer overrides apply to every join.  --devices (the
  * syntax of tcjoin.devices: "all", the default, or GPU numbers such as
  * "0,1"; a number may repeat, "0,0" running the several-GPU path on one
- * GPU) lists the GPUs every join may use, so that the whole comparison
- * runs on several GPUs; every GPU join's GPUs and shares are held to the
- * list (one case at the end), and a list naming a GPU the process does not
- * see must fail with its message (one case at the start).
+ * GPU) lists the GPUs every join may use, with the override split=all, so
+ * that the whole comparison runs on several GPUs however small its joins;
+ * every GPU join's GPUs and shares are held to the list (one case at the
+ * end, after the split by the estimates: a small join on one GPU, a large
+ * one on several), and a list naming a GPU the process does not see must
+ * fail with its message (one case at the start).
  *
  * Ends with "N passed, N failed".  Needs a GPU; with none it says so and
  * fails.

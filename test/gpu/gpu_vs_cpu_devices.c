@@ -15,6 +15,7 @@
 #include "gpu_vs_cpu.h"
 
 /* --devices: the GPUs every join may use (0 entries: every one the process sees) */
+static bool g_given;
 static int	g_ndevices;
 static int	g_devices[TC_MAX_DEVICES];
 /* the GPUs a GPU join may run on: the list, or 0 .. g_seen - 1 */
@@ -29,6 +30,9 @@ take_devices(TcJoinParams *params)
 {
 	params->ndevices = g_ndevices;
 	memcpy(params->devices, g_devices, sizeof(g_devices));
+	/* a list given: every join on all of it, so that the several-GPU path runs however small */
+	if (g_given)
+		params->overrides.split_all = true;
 }
 
 /* The list as --devices gave it, or every GPU seen: entry i. */
@@ -104,6 +108,64 @@ note_gpus(TcStatus st, const TcJoinStats *s)
 }
 
 /*
+ * Without split=all a join takes as many GPUs as its estimate says pay:
+ * one too small to gain keeps the list's first GPU (and gives the CPU's
+ * pairs), one priced at many times a GPU's extra cost takes several.
+ * Run last, when every listed GPU has its context (a cold one counts
+ * against splitting).
+ */
+static void
+split_rule_case(void)
+{
+	float	   *x;
+	TcJoinParams params = {.eps = 0.05, .method = TC_METHOD_GRID, .device = TC_DEVICE_GPU,
+	.exact = true, .threads = 1};
+	Collect		c = {0},
+				cc = {0};
+	TcJoinStats s = {0},
+				sc = {0};
+	TcError		err = {0};
+	TcStatus	st,
+				stc;
+
+	if (distinct_gpus() < 2)
+		return;
+	x = make_points("uniform", 2000, 2);
+	{
+		TcPoints	p = {x, 2000, 2, TC_FLOAT4};
+
+		take_devices(&params);
+		params.overrides.split_all = false;
+		st = run_join(&p, NULL, params, &c, &s, &err);
+		params.device = TC_DEVICE_CPU;
+		stc = run_join(&p, NULL, params, &cc, &sc, &err);
+		report(st == TC_OK && stc == TC_OK && s.gpus == 1 && s.gpu_ids[0] == listed(0) && c.n == cc.n,
+			   "split auto, 2,000 2-D points: %d GPU(s), the first GPU %d (listed first %d), "
+			   "%lld pairs against the CPU's %lld", s.gpus, s.gpu_ids[0], listed(0),
+			   (long long) c.n, (long long) cc.n);
+	}
+	free(x);
+	free(c.pairs);
+	free(cc.pairs);
+	memset(&c, 0, sizeof(c));
+	x = make_points("uniform", 400000, 128);
+	{
+		TcPoints	p = {x, 400000, 128, TC_FLOAT4};
+
+		params.device = TC_DEVICE_GPU;
+		params.method = TC_METHOD_BRUTE;
+		params.tensor_cores = TC_TENSOR_ON;
+		params.eps = 0.5;
+		st = run_join(&p, NULL, params, &c, &s, &err);
+		report(st == TC_OK && s.gpus > 1,
+			   "split auto, 400,000 x 128 FP16 brute force: %s, %d GPUs of %d listed",
+			   tc_status_name(st), s.gpus, listed_count());
+	}
+	free(x);
+	free(c.pairs);
+}
+
+/*
  * The GPU joins' GPUs, one case: none unlike the list, and where the list
  * has several GPUs, some join ran on more than one (else the several-GPU
  * path never ran and the comparison proved nothing of it).
@@ -116,6 +178,7 @@ gpus_summary(void)
 	int64_t		total = gpu_joins_odd,
 				several = 0;
 
+	split_rule_case();
 	for (int g = 1; g <= TC_MAX_DEVICES; g++)
 	{
 		total += gpu_joins[g];
@@ -168,7 +231,10 @@ devices_option(const char *arg)
 	char		msg[256];
 
 	if (tc_devices_parse(arg, g_devices, &g_ndevices, msg, sizeof(msg)))
+	{
+		g_given = true;
 		return true;
+	}
 	printf("--devices: %s\n0 passed, 1 failed\n", msg);
 	return false;
 }

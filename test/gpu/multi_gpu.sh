@@ -26,7 +26,10 @@
 #       the setting's syntax is refused by SET;
 #   (e) on 2 or more GPUs, GPU 1 held full by test/gpu/gpu_hog.cu during a
 #       join on '0,1': the GPU-full error (gpu_full = error), the CPU's
-#       answer (device auto, gpu_full = cpu), every GPU's memory back.
+#       answer (device auto, gpu_full = cpu), every GPU's memory back;
+#   (f) on 2 or more GPUs, without the override split=all (which (b), (c)
+#       and (e) set, so that their small joins use every listed GPU), a
+#       small join on '1,0' runs on GPU 1 alone, with the CPU's count.
 #   test/gpu/multi_gpu.sh [--no-engine] [--no-sql]
 # Needs the extension built with CUDA and installed (test/gpu/run.sh does
 # both, then runs this unless --no-multi), and a server: PGHOST etc. in the
@@ -195,7 +198,7 @@ for list in "${LISTS[@]}"; do
     n=$(awk -F, '{ print NF }' <<<"$list")
     {
         echo "SET tcjoin.device = $DEVICE;"
-        [ -n "$STATS" ] && echo "SET tcjoin.devices = '$list';"
+        [ -n "$STATS" ] && echo "SET tcjoin.devices = '$list'; SET tcjoin.dev_overrides = 'split=all';"
         for i in "${!CASES[@]}"; do
             IFS='|' read -r _ _ query <<<"${CASES[$i]}"
             echo "SELECT 'case $i';"
@@ -270,7 +273,7 @@ for spec in "grid|SELECT count(*) FROM tc_selfjoin('p2', 'vec', 0.005)|SELECT tc
     IFS='|' read -r name query count_q warm_q <<<"$spec"
     cat >"$WORK/cancel.sql" <<SQL
 SET tcjoin.device = $DEVICE;
-$([ -z "$DRY" ] && echo "SET tcjoin.devices = '$LIST';")
+$([ -z "$DRY" ] && echo "SET tcjoin.devices = '$LIST'; SET tcjoin.dev_overrides = 'split=all';")
 SELECT 'warm ' || tc_count('p2', 'vec', 0.0002);
 SELECT 'warm ' || ($warm_q);
 $([ -z "$DRY" ] && echo "SELECT 'pairs ' || ($count_q);")
@@ -366,6 +369,20 @@ SQL
     fi
 fi
 
+# ---- (f) without split=all, a join too small to gain from several GPUs
+# keeps the list's first: tc_last_stats() says 1 GPU, GPU 1 on '1,0'
+if [ -z "$DRY" ] && [ "$NGPU" -ge 2 ]; then
+    echo "== a small join on '1,0' without split=all"
+    got=$(q_db "$DB" -c "SET tcjoin.device = gpu" -c "SET tcjoin.devices = '1,0'" \
+              -c "SELECT count(*) FROM tc_selfjoin('p2', 'vec', 0.0002)" \
+              -c "SELECT gpus || '|' || array_to_string(gpu_devices, ',') FROM tc_last_stats()" 2>&1 | tr '\n' ' ')
+    if [ "$got" = "$small 1|1 " ]; then
+        ok "devices '1,0', a small join: the CPU's $small pairs on GPU 1 alone"
+    else
+        bad "devices '1,0', a small join: got '$got', want '$small 1|1 '"
+    fi
+fi
+
 # ---- (e) one GPU of the list full: test/gpu/gpu_hog.cu holds all but 64 MiB of
 # GPU 1 while a join on '0,1' runs: gpu_full = error gives the GPU-full
 # message, device auto with gpu_full = cpu the CPU's answer, and once the
@@ -380,6 +397,7 @@ if [ -z "$DRY" ] && [ "$NGPU" -ge 2 ]; then
         echo "# hog on GPU 1: $(cat "$WORK/hog.out")"
         psql -X -q -A -t -d "$DB" >"$WORK/full.out" 2>&1 <<SQL
 SET tcjoin.devices = '0,1';
+SET tcjoin.dev_overrides = 'split=all';
 SET tcjoin.device = gpu;
 SET tcjoin.gpu_full = error;
 SELECT 'gpu ' || count(*) FROM tc_selfjoin('h128', 'vec', 3.6, method => 'brute');
