@@ -118,6 +118,24 @@ gpu_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * One wait for the other GPUs: TC_STOPPED once the join stops, the sink's
+ * poll's answer, else after a tenth of a millisecond.
+ */
+static TcStatus
+share_wait(TcGpuJoin *g)
+{
+	struct timespec ts = {0, 100000};
+	TcStatus	st;
+
+	if (g->share->stop.load())
+		return TC_STOPPED;
+	if ((st = gpu_poll(g, g->sink)) != TC_OK)
+		return st;
+	nanosleep(&ts, NULL);
+	return TC_OK;
+}
+
 TcStatus
 share_agree_min(TcGpuJoin *g, unsigned long long *v)
 {
@@ -129,15 +147,8 @@ share_agree_min(TcGpuJoin *g, unsigned long long *v)
 		;
 	sh->agreeing.fetch_add(1);
 	while (sh->agreeing.load() < sh->ngpus)
-	{
-		struct timespec ts = {0, 200000};
-
-		if (sh->stop.load())
-			return TC_STOPPED;
-		if ((st = gpu_poll(g, g->sink)) != TC_OK)
+		if ((st = share_wait(g)) != TC_OK)
 			return st;
-		nanosleep(&ts, NULL);
-	}
 	*v = sh->agreed.load();
 	return TC_OK;
 }
@@ -207,16 +218,8 @@ share_upload(TcGpuJoin *g, int k, void *dst, const void *src, size_t bytes, size
 			left--;
 			got = true;
 		}
-		if (!got && left > 0)
-		{
-			struct timespec ts = {0, 100000};
-
-			if (sh->stop.load())
-				return TC_STOPPED;
-			if ((st = gpu_poll(g, g->sink)) != TC_OK)
-				return st;
-			nanosleep(&ts, NULL);
-		}
+		if (!got && left > 0 && (st = share_wait(g)) != TC_OK)
+			return st;
 	}
 	return gpu_sync(g, g->stream[0], err);
 }
