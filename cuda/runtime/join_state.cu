@@ -131,6 +131,19 @@ request_abort(TcGpuJoin *g)
 						g->abort_stream);
 }
 
+void
+gpu_join_quiesce(TcGpuJoin *g)
+{
+	/* its device current for what follows (a several-GPU join frees each GPU's here) */
+	if (g->nstreams > 0 || g->ndev > 0)
+		cudaSetDevice(g->device);
+	request_abort(g);
+	if (g->have_abort_stream)
+		cudaStreamSynchronize(g->abort_stream);
+	for (int i = 0; i < g->nstreams; i++)
+		cudaStreamSynchronize(g->stream[i]);
+}
+
 extern "C" void
 tc_gpu_join_free(TcGpuJoin *g)
 {
@@ -142,20 +155,11 @@ tc_gpu_join_free(TcGpuJoin *g)
 		free(g);
 		return;
 	}
-	/* its device current for what follows (a several-GPU join frees each GPU's here) */
-	if (g->nstreams > 0 || g->ndev > 0)
-		cudaSetDevice(g->device);
-	request_abort(g);
+	gpu_join_quiesce(g);
 	if (g->have_abort_stream)
-	{
-		cudaStreamSynchronize(g->abort_stream);
 		cudaStreamDestroy(g->abort_stream);
-	}
 	for (int i = 0; i < g->nstreams; i++)
-	{
-		cudaStreamSynchronize(g->stream[i]);
 		cudaStreamDestroy(g->stream[i]);
-	}
 	for (int i = 0; i < g->nevents; i++)
 		cudaEventDestroy(g->ring_ev[i]);
 	for (int i = 0; i < g->nkev; i++)

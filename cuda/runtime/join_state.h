@@ -271,6 +271,13 @@ extern TcStatus share_agree_min(TcGpuJoin *g, unsigned long long *v);
 extern TcStatus share_upload(TcGpuJoin *g, int k, void *dst, const void *src, size_t bytes,
 							 size_t unit, TcError *err);
 
+/*
+ * A GPU's work ended: its kernels told to stop, its streams waited for
+ * (tc_gpu_join_free's start).  A several-GPU join quiesces every GPU
+ * before freeing any, since one GPU's copy may still read another's memory.
+ */
+extern void gpu_join_quiesce(TcGpuJoin *g);
+
 /* Frees a several-GPU join's own (tc_gpu_join_free, for g->multi). */
 extern void multi_gpu_free(struct MultiJoin *m);
 

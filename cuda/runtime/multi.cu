@@ -636,6 +636,10 @@ void
 multi_gpu_free(MultiJoin *m)
 {
 	stop_all(m);
+	/* no GPU's memory goes while a peer copy of another GPU may still read it (share_upload) */
+	for (int i = 0; i < m->n; i++)
+		if (m->gpu[i].handle != NULL)
+			gpu_join_quiesce(m->gpu[i].handle);
 	for (int i = 0; i < m->n; i++)
 	{
 		tc_gpu_join_free(m->gpu[i].handle);
