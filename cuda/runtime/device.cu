@@ -150,16 +150,21 @@ tc_gpu_prewarm_wait(void)
 	prewarm_done();
 }
 
+/* the GPUs' threads of one join claim at once (gpu_join_begin): one of them gets it */
+static pthread_mutex_t prewarm_claim_mu = PTHREAD_MUTEX_INITIALIZER;
+
 extern "C" bool
 tc_gpu_prewarm_claim(double *waited)
 {
 	bool		made;
 
 	prewarm_done();
+	pthread_mutex_lock(&prewarm_claim_mu);
 	made = prewarm_made;
 	*waited = prewarm_waited;
 	prewarm_made = false;
 	prewarm_waited = 0;
+	pthread_mutex_unlock(&prewarm_claim_mu);
 	return made;
 }
 

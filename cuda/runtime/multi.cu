@@ -111,7 +111,10 @@ gpu_thread(void *arg)
 					mg->index);
 	pthread_mutex_lock(&m->mu);
 	if (mg->st != TC_OK)
+	{
 		m->share.stop.store(1);	/* the others stop too: the join has failed */
+		pthread_cond_broadcast(&m->taken);	/* those waiting on a handed batch as well */
+	}
 	m->running--;
 	pthread_cond_broadcast(&m->ready);
 	pthread_mutex_unlock(&m->mu);

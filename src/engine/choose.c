@@ -10,6 +10,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "choose.h"
 #include "cpu_filter.h"
@@ -326,61 +327,93 @@ gpu_estimate(TcJoin *join, const TcGpuInfo *info, double *seconds, TcError *err)
  */
 #define TC_GPU_EXTRA 0.005
 
+/* Whether two GPUs are of one model: only such GPUs number a join's units alike. */
+static bool
+same_model(const TcGpuInfo *a, const TcGpuInfo *b)
+{
+	return strcmp(a->name, b->name) == 0 && a->major == b->major && a->minor == b->minor &&
+		a->sm_count == b->sm_count;
+}
+
 /*
- * How many of params' GPUs a join takes: the first g of the list, g the
- * one whose estimate is least, the kernels' seconds shared by the distinct
- * GPUs among them against TC_GPU_EXTRA a GPU past the first, and
- * TC_GPU_COLD once where one of them has no context in this process yet.
+ * params' list cut to the GPUs the join takes.  First the GPUs of the first
+ * one's model (another model may lack its path, and would prepare the
+ * points differently: multi.cu checks), each once (a repeated GPU brings
+ * nothing) but with the override split=all, which keeps the list as it is
+ * for the tests of the split.  Then, but with split=all, the first g of
+ * them, g the one whose estimate is least: the part of the kernels' cost
+ * that the GPUs share (pairs and candidates; each GPU pays the start and
+ * the points itself) over g, TC_GPU_EXTRA a GPU past the first, and
+ * TC_GPU_COLD once where one of them has no context in this process yet
+ * while the first has one (cold contexts are made at once, in parallel).
  * A join too small to gain from splitting keeps one GPU and never wakes
  * the others.
  */
-int
-tc_choose_gpus(const TcJoin *join, const TcJoinParams *params, bool fp16_brute,
-			   const TcGridPlan *plan)
+void
+tc_choose_gpus(const TcJoin *join, TcJoinParams *params, bool fp16_brute, const TcGridPlan *plan)
 {
-	TcGpuInfo	info;
-	double		kernels,
+	const bool	all = join->params.overrides.split_all;
+	TcGpuInfo	first,
+				info;
+	double		fixed,
+				shared,
 				best_cost;
 	bool		seen[TC_MAX_DEVICES] = {false};
 	bool		cold = false;
-	int			distinct = 0,
+	int			m = 0,
 				best = 1;
 
-	if (params->ndevices <= 1 || join->params.overrides.split_all)
-		return params->ndevices;
-	if (!tc_gpu_info(params->devices[0], &info))
-		return 1;
+	if (params->ndevices <= 1)
+		return;
+	if (!tc_gpu_info(params->devices[0], &first))
+	{
+		params->ndevices = 1;
+		return;
+	}
+	for (int i = 0; i < params->ndevices; i++)
+	{
+		int			dev = params->devices[i];
+
+		if (dev < 0 || dev >= TC_MAX_DEVICES || (seen[dev] && !all))
+			continue;
+		if (i > 0 && dev != params->devices[0] && (!tc_gpu_info(dev, &info) || !same_model(&info, &first)))
+			continue;
+		seen[dev] = true;
+		params->devices[m++] = dev;
+	}
+	params->ndevices = m > 0 ? m : 1;
+	if (all || params->ndevices == 1)
+		return;
 	if (fp16_brute)
-		kernels = gpu_brute_cost(join, &info);
+	{
+		fixed = TC_GPU_BRUTE_START;
+		shared = gpu_brute_cost(join, &first) - fixed;
+	}
 	else
 	{
 		TcGridPlan	p = *plan;
 
 		if (join->params.method == TC_METHOD_BRUTE)
 			p.est_candidates = p.cand_k[0];	/* one cell */
-		kernels = gpu_grid_cost(join, &p);
+		fixed = TC_GPU_GRID_START + TC_GPU_GRID_POINT *
+			((double) join->a.n + (join->self ? 0 : (double) join->b.n));
+		shared = gpu_grid_cost(join, &p) - fixed;
 	}
-	best_cost = kernels;
-	for (int g = 1; g <= params->ndevices; g++)
+	best_cost = fixed + shared;
+	for (int g = 2; g <= params->ndevices; g++)
 	{
-		int			dev = params->devices[g - 1];
 		double		cost;
 
-		if (dev >= 0 && dev < TC_MAX_DEVICES && !seen[dev])
-		{
-			seen[dev] = true;
-			distinct++;
-		}
-		if (g > 1 && !tc_gpu_ready(dev))
+		if (!tc_gpu_ready(params->devices[g - 1]) && tc_gpu_ready(params->devices[0]))
 			cold = true;
-		cost = kernels / distinct + TC_GPU_EXTRA * (g - 1) + (cold ? TC_GPU_COLD : 0);
+		cost = fixed + shared / g + TC_GPU_EXTRA * (g - 1) + (cold ? TC_GPU_COLD : 0);
 		if (cost < best_cost)
 		{
 			best = g;
 			best_cost = cost;
 		}
 	}
-	return best;
+	params->ndevices = best;
 }
 
 /* tc_dot_range_ok of every set of the join. */

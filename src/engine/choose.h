@@ -28,12 +28,12 @@ extern TcStatus tc_choose_gpu_method(TcJoin *join, bool *fp16_brute,
 									 TcError *err);
 
 /*
- * How many GPUs of params' list (resolved: tc_devices_resolve) the join
- * takes, from the first: all of them with the override split=all, else as
- * many as the estimates say pay, given the path (fp16_brute, else the grid
- * with plan).
+ * params' list (resolved: tc_devices_resolve) cut to the GPUs the join
+ * takes, from the first: those of the first one's model, each once, as
+ * many as the estimates say pay for the path (fp16_brute, else the grid
+ * with plan); with the override split=all, every listed GPU of that model.
  */
-extern int	tc_choose_gpus(const TcJoin *join, const TcJoinParams *params, bool fp16_brute,
+extern void tc_choose_gpus(const TcJoin *join, TcJoinParams *params, bool fp16_brute,
 						   const TcGridPlan *plan);
 
 /*

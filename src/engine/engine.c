@@ -239,19 +239,19 @@ run_gpu_once(TcJoin *join, TcError *err)
 	/* the dot-product metrics: FP16 brute force (choose.c checked that it can run) */
 	if (join->params.metric != TC_METRIC_EUCLIDEAN)
 	{
-		params.ndevices = tc_choose_gpus(join, &params, true, NULL);
+		tc_choose_gpus(join, &params, true, NULL);
 		return run_gpu_brute(join, &params, err);
 	}
 	if ((st = tc_choose_gpu_method(join, &fp16_brute, &plan, &planned, err)) != TC_OK)
 		return st;
 	if (fp16_brute && join->params.tensor_cores != TC_TENSOR_OFF)
 	{
-		params.ndevices = tc_choose_gpus(join, &params, true, NULL);
+		tc_choose_gpus(join, &params, true, NULL);
 		return run_gpu_brute(join, &params, err);
 	}
 	if (!planned && (st = tc_grid_plan(join, false, &plan, err)) != TC_OK)
 		return st;
-	params.ndevices = tc_choose_gpus(join, &params, false, &plan);
+	tc_choose_gpus(join, &params, false, &plan);
 	if (join->params.method == TC_METHOD_BRUTE)
 		plan.k = 0;				/* one cell: every pair is a candidate */
 	return tc_gpu_grid_join(&join->gpu, &join->a, b, &params, &plan, join->thr,
