@@ -10,6 +10,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "choose.h"
@@ -336,84 +337,104 @@ same_model(const TcGpuInfo *a, const TcGpuInfo *b)
 }
 
 /*
- * params' list cut to the GPUs the join takes.  First the GPUs of the first
- * one's model (another model may lack its path, and would prepare the
- * points differently: multi.cu checks), each once (a repeated GPU brings
- * nothing) but with the override split=all, which keeps the list as it is
- * for the tests of the split.  Then, but with split=all, the first g of
- * them, g the one whose estimate is least: the part of the kernels' cost
- * that the GPUs share (pairs and candidates; each GPU pays the start and
- * the points itself) over g, TC_GPU_EXTRA a GPU past the first, and
- * TC_GPU_COLD once where one of them has no context in this process yet
- * while the first has one (cold contexts are made at once, in parallel).
- * A join too small to gain from splitting keeps one GPU and never wakes
- * the others.
+ * First the GPUs of the first one's model (another model may lack its
+ * path, and would prepare the points differently: multi.cu checks), each
+ * once (a repeated GPU brings nothing) but with s->all, which keeps the
+ * list as it is for the tests of the split.  Then, but with s->all, the
+ * first g of them, g the one whose estimate is least: the part the GPUs
+ * share over g, TC_GPU_EXTRA a GPU past the first, and TC_GPU_COLD once
+ * where one of them has no context in this process while the first has
+ * one (cold contexts are made at once, in parallel).
  */
-void
-tc_choose_gpus(const TcJoin *join, TcJoinParams *params, bool fp16_brute, const TcGridPlan *plan)
+int
+tc_split_gpus(const TcGpuSplit *s, int *out)
 {
-	const bool	all = join->params.overrides.split_all;
-	TcGpuInfo	first,
-				info;
-	double		fixed,
-				shared,
-				best_cost;
 	bool		seen[TC_MAX_DEVICES] = {false};
 	bool		cold = false;
+	double		best_cost;
 	int			m = 0,
 				best = 1;
 
-	if (params->ndevices <= 1)
-		return;
-	if (!tc_gpu_info(params->devices[0], &first))
+	if (s->ndevices < 1)
+		return 0;
+	out[m++] = s->devices[0];
+	if (s->devices[0] >= 0 && s->devices[0] < TC_MAX_DEVICES)
+		seen[s->devices[0]] = true;
+	if (!s->valid[0])
+		return 1;
+	for (int i = 1; i < s->ndevices; i++)
 	{
-		params->ndevices = 1;
-		return;
-	}
-	for (int i = 0; i < params->ndevices; i++)
-	{
-		int			dev = params->devices[i];
+		int			dev = s->devices[i];
 
-		if (dev < 0 || dev >= TC_MAX_DEVICES || (seen[dev] && !all))
+		if (dev < 0 || dev >= TC_MAX_DEVICES || (seen[dev] && !s->all))
 			continue;
-		if (i > 0 && dev != params->devices[0] && (!tc_gpu_info(dev, &info) || !same_model(&info, &first)))
+		if (dev != s->devices[0] && (!s->valid[i] || !same_model(&s->info[i], &s->info[0])))
 			continue;
 		seen[dev] = true;
-		params->devices[m++] = dev;
+		out[m++] = dev;
 	}
-	params->ndevices = m > 0 ? m : 1;
-	if (all || params->ndevices == 1)
-		return;
-	if (fp16_brute)
+	if (s->all || m == 1)
+		return m;
+	best_cost = s->fixed + s->shared;
+	for (int g = 2; g <= m; g++)
 	{
-		fixed = TC_GPU_BRUTE_START;
-		shared = gpu_brute_cost(join, &first) - fixed;
-	}
-	else
-	{
-		TcGridPlan	p = *plan;
-
-		if (join->params.method == TC_METHOD_BRUTE)
-			p.est_candidates = p.cand_k[0];	/* one cell */
-		fixed = TC_GPU_GRID_START + TC_GPU_GRID_POINT *
-			((double) join->a.n + (join->self ? 0 : (double) join->b.n));
-		shared = gpu_grid_cost(join, &p) - fixed;
-	}
-	best_cost = fixed + shared;
-	for (int g = 2; g <= params->ndevices; g++)
-	{
+		int			k;
 		double		cost;
 
-		if (!tc_gpu_ready(params->devices[g - 1]) && tc_gpu_ready(params->devices[0]))
+		/* out[g - 1]'s readiness: its entry in the list */
+		for (k = 0; k < s->ndevices && s->devices[k] != out[g - 1]; k++)
+			;
+		if (k < s->ndevices && !s->ready[k] && s->ready[0])
 			cold = true;
-		cost = fixed + shared / g + TC_GPU_EXTRA * (g - 1) + (cold ? TC_GPU_COLD : 0);
+		cost = s->fixed + s->shared / g + TC_GPU_EXTRA * (g - 1) + (cold ? TC_GPU_COLD : 0);
 		if (cost < best_cost)
 		{
 			best = g;
 			best_cost = cost;
 		}
 	}
-	params->ndevices = best;
+	return best;
+}
+
+void
+tc_choose_gpus(const TcJoin *join, TcJoinParams *params, bool fp16_brute, const TcGridPlan *plan)
+{
+	TcGpuSplit *s;
+
+	if (params->ndevices <= 1)
+		return;
+	s = calloc(1, sizeof(TcGpuSplit));
+	if (s == NULL)
+	{
+		params->ndevices = 1;	/* one GPU needs none of this */
+		return;
+	}
+	s->ndevices = params->ndevices;
+	s->all = join->params.overrides.split_all;
+	for (int i = 0; i < params->ndevices; i++)
+	{
+		s->devices[i] = params->devices[i];
+		s->valid[i] = tc_gpu_info(params->devices[i], &s->info[i]);
+		s->ready[i] = tc_gpu_ready(params->devices[i]);
+	}
+	/* without the first GPU's properties tc_split_gpus keeps it alone: no estimate needed */
+	if (s->valid[0] && fp16_brute)
+	{
+		s->fixed = TC_GPU_BRUTE_START;
+		s->shared = gpu_brute_cost(join, &s->info[0]) - s->fixed;
+	}
+	else if (s->valid[0])
+	{
+		TcGridPlan	p = *plan;
+
+		if (join->params.method == TC_METHOD_BRUTE)
+			p.est_candidates = p.cand_k[0];	/* one cell */
+		s->fixed = TC_GPU_GRID_START + TC_GPU_GRID_POINT *
+			((double) join->a.n + (join->self ? 0 : (double) join->b.n));
+		s->shared = gpu_grid_cost(join, &p) - s->fixed;
+	}
+	params->ndevices = tc_split_gpus(s, params->devices);
+	free(s);
 }
 
 /* tc_dot_range_ok of every set of the join. */

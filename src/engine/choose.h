@@ -10,6 +10,7 @@
 #define TCJOIN_CHOOSE_H
 
 #include "engine_int.h"
+#include "gpu.h"
 
 /*
  * Where the join runs: *use_gpu is set when it goes to the GPU.  Fails
@@ -35,6 +36,22 @@ extern TcStatus tc_choose_gpu_method(TcJoin *join, bool *fp16_brute,
  */
 extern void tc_choose_gpus(const TcJoin *join, TcJoinParams *params, bool fp16_brute,
 						   const TcGridPlan *plan);
+
+/* What tc_choose_gpus decides from (apart, so that tests can give it any GPUs). */
+typedef struct TcGpuSplit
+{
+	int			ndevices;		/* the list, as resolved */
+	int			devices[TC_MAX_DEVICES];
+	TcGpuInfo	info[TC_MAX_DEVICES];	/* each entry's GPU, where valid */
+	bool		valid[TC_MAX_DEVICES];
+	bool		ready[TC_MAX_DEVICES];	/* whether this process has the entry's context */
+	bool		all;			/* the override split=all */
+	double		fixed;			/* seconds each GPU pays alike */
+	double		shared;			/* seconds the GPUs share */
+} TcGpuSplit;
+
+/* The GPUs a join takes into out (room for s->ndevices), from the first; their count. */
+extern int	tc_split_gpus(const TcGpuSplit *s, int *out);
 
 /*
  * The CPU's cost of every grid plan from the planner's sample: hits[k]

@@ -10,6 +10,7 @@
 #include "test_harness.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,4 +208,98 @@ test_device_choice(void)
 	case_end();
 	free(small);
 	free(big);
+}
+
+/* A split of a list of H100-like GPUs, any of them replaced by another model. */
+static void
+split_setup(TcGpuSplit *s, const int *devices, int n, double fixed, double shared)
+{
+	memset(s, 0, sizeof(*s));
+	s->ndevices = n;
+	s->fixed = fixed;
+	s->shared = shared;
+	for (int i = 0; i < n; i++)
+	{
+		s->devices[i] = devices[i];
+		s->valid[i] = true;
+		s->ready[i] = true;
+		snprintf(s->info[i].name, sizeof(s->info[i].name), "H100");
+		s->info[i].device = devices[i];
+		s->info[i].major = 9;
+		s->info[i].sm_count = 132;
+	}
+}
+
+/* out[0 .. got) against want[0 .. nwant), as text for the message. */
+static bool
+split_is(const int *out, int got, const int *want, int nwant)
+{
+	if (got != nwant)
+		return false;
+	for (int i = 0; i < got; i++)
+		if (out[i] != want[i])
+			return false;
+	return true;
+}
+
+#define SPLIT_CASE(what, s, ...) \
+	do { \
+		const int	want_[] = {__VA_ARGS__}; \
+		int			out_[TC_MAX_DEVICES]; \
+		int			got_ = tc_split_gpus(&(s), out_); \
+		case_begin("gpu split: %s", what); \
+		CHECK(split_is(out_, got_, want_, (int) (sizeof(want_) / sizeof(want_[0]))), \
+			  "%d GPUs taken (first %d), want %d (first %d)", got_, got_ > 0 ? out_[0] : -1, \
+			  (int) (sizeof(want_) / sizeof(want_[0])), want_[0]); \
+		case_end(); \
+	} while (0)
+
+/*
+ * How many of tcjoin.devices a join takes (choose.c's tc_split_gpus, fed
+ * made-up GPUs, since the machine may have none): seconds of kernels far
+ * below a GPU's extra cost keep the first GPU, far above it take them all;
+ * a repeated GPU counts once (kept with split=all); a GPU of another model
+ * is left out; a GPU without a context costs a cold start where the first
+ * has one, and not where the first is cold too.  The margins are wide, so
+ * that the cases hold for any extra cost between 1 and 50 ms and a cold
+ * start between 0.1 and 1 s.
+ */
+void
+test_gpu_split(void)
+{
+	TcGpuSplit	s;
+	const int	four[] = {0, 1, 2, 3};
+	const int	dup[] = {0, 0, 1};
+	const int	mixed[] = {0, 1, 2};
+	const int	first_one[] = {1, 0};
+
+	split_setup(&s, four, 4, 0.001, 1e-5);
+	SPLIT_CASE("kernels of 10 us on 4 GPUs: the first alone", s, 0);
+	split_setup(&s, four, 4, 0.001, 10.0);
+	SPLIT_CASE("kernels of 10 s on 4 GPUs: all of them", s, 0, 1, 2, 3);
+	split_setup(&s, first_one, 2, 0.001, 1e-5);
+	SPLIT_CASE("a small join on '1,0': GPU 1 alone", s, 1);
+	split_setup(&s, dup, 3, 0.001, 10.0);
+	SPLIT_CASE("'0,0,1', a large join: each GPU once", s, 0, 1);
+	s.all = true;
+	s.shared = 1e-5;
+	SPLIT_CASE("'0,0,1' with split=all, a small join: the list as it is", s, 0, 0, 1);
+	split_setup(&s, mixed, 3, 0.001, 10.0);
+	snprintf(s.info[1].name, sizeof(s.info[1].name), "A100");
+	s.info[1].major = 8;
+	s.info[1].sm_count = 108;
+	SPLIT_CASE("GPU 1 of another model, a large join: GPUs 0 and 2", s, 0, 2);
+	s.all = true;
+	SPLIT_CASE("GPU 1 of another model, split=all: GPUs 0 and 2", s, 0, 2);
+	split_setup(&s, four, 2, 0.001, 0.2);
+	s.ready[1] = false;
+	SPLIT_CASE("0.2 s of kernels, GPU 1 cold, GPU 0 warm: GPU 0 alone", s, 0);
+	s.ready[0] = false;
+	SPLIT_CASE("0.2 s of kernels, both cold: both", s, 0, 1);
+	split_setup(&s, four, 2, 0.001, 10.0);
+	s.ready[1] = false;
+	SPLIT_CASE("10 s of kernels, GPU 1 cold: both", s, 0, 1);
+	split_setup(&s, four, 4, 0.001, 10.0);
+	s.valid[0] = false;
+	SPLIT_CASE("the first GPU's properties unknown: it alone", s, 0);
 }

@@ -65,6 +65,7 @@ static const struct
 	{"signals", test_signals},
 	{"threads", test_thread_cap},
 	{"device", test_device_choice},
+	{"gpu-split", test_gpu_split},
 	{"metrics", test_metrics},
 	{"int8-dot", test_int8_dot},
 	{"graph", test_graph},
