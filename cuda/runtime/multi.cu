@@ -50,6 +50,9 @@ struct MultiGpu
 	/* a batch handed to the caller's thread, until the sink has taken it */
 	const TcPair *hand;
 	size_t		hand_count;
+	bool		taking;			/* the caller's thread is giving the batch to the sink */
+	/* pairs of batches the join stopped before the sink took them: counted by emit_pairs, never given */
+	unsigned long long refused;
 };
 
 struct MultiJoin
@@ -81,6 +84,7 @@ relay_emit(void *arg, const TcPair *pairs, size_t count)
 	pthread_mutex_lock(&m->mu);
 	if (m->share.stop.load())
 	{
+		mg->refused += count;
 		pthread_mutex_unlock(&m->mu);
 		return 1;
 	}
@@ -91,6 +95,13 @@ relay_emit(void *arg, const TcPair *pairs, size_t count)
 	while (mg->hand != NULL && !m->share.stop.load())
 		pthread_cond_wait(&m->taken, &m->mu);
 	r = mg->hand != NULL;		/* stopped before the sink took it */
+	if (r && !mg->taking)
+	{
+		/* withdrawn: the caller's thread, not yet giving it, never will */
+		mg->refused += count;
+		mg->hand = NULL;
+		m->handed--;
+	}
 	pthread_mutex_unlock(&m->mu);
 	return r;
 }
@@ -354,6 +365,8 @@ stats_merge(MultiJoin *m, const TcJoinStats *base, TcJoinStats *out)
 	SUM(candidates);
 	SUM(rechecked);
 	SUM(pairs);
+	for (int g = 0; g < m->n; g++)
+		out->pairs -= m->gpu[g].refused;
 	SUM(gpu_batches);
 	SUM(gpu_reruns);
 	SUM(gpu_kernel_seconds);
@@ -421,6 +434,7 @@ relay_to_sink(MultiJoin *m)
 			if (c->hand != NULL)
 			{
 				mg = c;
+				mg->taking = true;
 				m->next_gpu = (c->index + 1) % m->n;
 			}
 		}
@@ -435,6 +449,7 @@ relay_to_sink(MultiJoin *m)
 					return TC_STOPPED;
 			pthread_mutex_lock(&m->mu);
 			mg->hand = NULL;
+			mg->taking = false;
 			m->handed--;
 			pthread_cond_broadcast(&m->taken);
 			pthread_mutex_unlock(&m->mu);
