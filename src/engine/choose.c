@@ -135,6 +135,14 @@ gpu_grid_cost(const TcJoin *join, const TcGridPlan *plan)
 		TC_GPU_GRID_CAND_D8 * fmax(r * r, 1.0) * plan->est_candidates;
 }
 
+/* The grid's part of gpu_grid_cost that every GPU of a split pays: its start and the points. */
+static double
+grid_fixed_cost(const TcJoin *join)
+{
+	return TC_GPU_GRID_START + TC_GPU_GRID_POINT *
+		((double) join->a.n + (join->self ? 0 : (double) join->b.n));
+}
+
 /*
  * method => 'brute' takes the FP16 tensor-core brute force (unless
  * tcjoin.tensor_cores = off, which keeps FP64 CUDA cores: the grid kernel
@@ -296,7 +304,7 @@ cpu_estimate(TcJoin *join, double *seconds, TcError *err)
 
 /* The GPU's kernels' seconds for this join on GPU info, as run_gpu runs it. */
 static TcStatus
-gpu_estimate(TcJoin *join, const TcGpuInfo *info, double *seconds, TcError *err)
+gpu_estimate(TcJoin *join, const TcGpuInfo *info, double *seconds, double *fixed, TcError *err)
 {
 	bool		fp16_ok = info->major >= 8 && join->params.tensor_cores != TC_TENSOR_OFF &&
 		gpu_brute_points(join) <= TC_GPU_BRUTE_MAX_N;
@@ -308,6 +316,7 @@ gpu_estimate(TcJoin *join, const TcGpuInfo *info, double *seconds, TcError *err)
 					(join->params.method == TC_METHOD_AUTO && join->a.d >= TC_GPU_BRUTE_DIMS)))
 	{
 		*seconds = brute;
+		*fixed = TC_GPU_BRUTE_START;
 		return TC_OK;
 	}
 	if ((st = tc_grid_plan(join, false, &plan, err)) != TC_OK)
@@ -315,8 +324,12 @@ gpu_estimate(TcJoin *join, const TcGpuInfo *info, double *seconds, TcError *err)
 	if (join->params.method == TC_METHOD_BRUTE)
 		plan.est_candidates = plan.cand_k[0];	/* one cell */
 	*seconds = gpu_grid_cost(join, &plan);
-	if (join->params.method == TC_METHOD_AUTO)
-		*seconds = fmin(*seconds, brute);
+	*fixed = grid_fixed_cost(join);
+	if (join->params.method == TC_METHOD_AUTO && brute < *seconds)
+	{
+		*seconds = brute;
+		*fixed = TC_GPU_BRUTE_START;
+	}
 	return TC_OK;
 }
 
@@ -337,6 +350,38 @@ same_model(const TcGpuInfo *a, const TcGpuInfo *b)
 }
 
 /*
+ * The estimate of a join on the first g GPUs of out (g >= 2; a distinct
+ * GPU each, but under split=all): the shared part over the distinct GPUs,
+ * TC_GPU_EXTRA a GPU past the first, TC_GPU_COLD once where one has no
+ * context while the first has one.
+ */
+static double
+split_cost(const TcGpuSplit *s, const int *out, int g)
+{
+	bool		seen[TC_MAX_DEVICES] = {false};
+	bool		cold = false;
+	int			distinct = 0;
+
+	for (int i = 0; i < g; i++)
+	{
+		int			k;
+
+		if (out[i] >= 0 && out[i] < TC_MAX_DEVICES && !seen[out[i]])
+		{
+			seen[out[i]] = true;
+			distinct++;
+		}
+		/* out[i]'s readiness: its entry in the list */
+		for (k = 0; k < s->ndevices && s->devices[k] != out[i]; k++)
+			;
+		if (i > 0 && k < s->ndevices && !s->ready[k] && s->ready[0])
+			cold = true;
+	}
+	return s->fixed + s->shared / (distinct > 0 ? distinct : 1) + TC_GPU_EXTRA * (g - 1) +
+		(cold ? TC_GPU_COLD : 0);
+}
+
+/*
  * First the GPUs of the first one's model (another model may lack its
  * path, and would prepare the points differently: multi.cu checks), each
  * once (a repeated GPU brings nothing) but with s->all, which keeps the
@@ -347,14 +392,15 @@ same_model(const TcGpuInfo *a, const TcGpuInfo *b)
  * one (cold contexts are made at once, in parallel).
  */
 int
-tc_split_gpus(const TcGpuSplit *s, int *out)
+tc_split_gpus(const TcGpuSplit *s, int *out, double *cost_out)
 {
 	bool		seen[TC_MAX_DEVICES] = {false};
-	bool		cold = false;
 	double		best_cost;
 	int			m = 0,
 				best = 1;
 
+	if (cost_out)
+		*cost_out = s->fixed + s->shared;
 	if (s->ndevices < 1)
 		return 0;
 	out[m++] = s->devices[0];
@@ -373,27 +419,40 @@ tc_split_gpus(const TcGpuSplit *s, int *out)
 		seen[dev] = true;
 		out[m++] = dev;
 	}
-	if (s->all || m == 1)
-		return m;
 	best_cost = s->fixed + s->shared;
+	if (s->all || m == 1)
+	{
+		if (cost_out && m > 1)
+			*cost_out = split_cost(s, out, m);
+		return m;
+	}
 	for (int g = 2; g <= m; g++)
 	{
-		int			k;
-		double		cost;
+		double		cost = split_cost(s, out, g);
 
-		/* out[g - 1]'s readiness: its entry in the list */
-		for (k = 0; k < s->ndevices && s->devices[k] != out[g - 1]; k++)
-			;
-		if (k < s->ndevices && !s->ready[k] && s->ready[0])
-			cold = true;
-		cost = s->fixed + s->shared / g + TC_GPU_EXTRA * (g - 1) + (cold ? TC_GPU_COLD : 0);
 		if (cost < best_cost)
 		{
 			best = g;
 			best_cost = cost;
 		}
 	}
+	if (cost_out)
+		*cost_out = best_cost;
 	return best;
+}
+
+/* s from params' list: each entry's properties and context, and the override split=all. */
+static void
+split_fill(const TcJoin *join, const TcJoinParams *params, TcGpuSplit *s)
+{
+	s->ndevices = params->ndevices;
+	s->all = join->params.overrides.split_all;
+	for (int i = 0; i < params->ndevices; i++)
+	{
+		s->devices[i] = params->devices[i];
+		s->valid[i] = tc_gpu_info(params->devices[i], &s->info[i]);
+		s->ready[i] = tc_gpu_ready(params->devices[i]);
+	}
 }
 
 void
@@ -409,14 +468,7 @@ tc_choose_gpus(const TcJoin *join, TcJoinParams *params, bool fp16_brute, const 
 		params->ndevices = 1;	/* one GPU needs none of this */
 		return;
 	}
-	s->ndevices = params->ndevices;
-	s->all = join->params.overrides.split_all;
-	for (int i = 0; i < params->ndevices; i++)
-	{
-		s->devices[i] = params->devices[i];
-		s->valid[i] = tc_gpu_info(params->devices[i], &s->info[i]);
-		s->ready[i] = tc_gpu_ready(params->devices[i]);
-	}
+	split_fill(join, params, s);
 	/* without the first GPU's properties tc_split_gpus keeps it alone: no estimate needed */
 	if (s->valid[0] && fp16_brute)
 	{
@@ -429,12 +481,38 @@ tc_choose_gpus(const TcJoin *join, TcJoinParams *params, bool fp16_brute, const 
 
 		if (join->params.method == TC_METHOD_BRUTE)
 			p.est_candidates = p.cand_k[0];	/* one cell */
-		s->fixed = TC_GPU_GRID_START + TC_GPU_GRID_POINT *
-			((double) join->a.n + (join->self ? 0 : (double) join->b.n));
+		s->fixed = grid_fixed_cost(join);
 		s->shared = gpu_grid_cost(join, &p) - s->fixed;
 	}
-	params->ndevices = tc_split_gpus(s, params->devices);
+	params->ndevices = tc_split_gpus(s, params->devices, NULL);
 	free(s);
+}
+
+/*
+ * auto's estimate of the GPU's kernels (one GPU's: kernels, of which fixed
+ * every GPU pays) on as many of tcjoin.devices as the join would take;
+ * *ngpus, how many.  One GPU's where the list does not resolve (the join
+ * will say why, if it goes to the GPU).
+ */
+static double
+several_gpus_estimate(const TcJoin *join, double kernels, double fixed, int *ngpus)
+{
+	TcJoinParams p = join->params;
+	TcGpuSplit *s;
+	TcError		err;
+	int			out[TC_MAX_DEVICES];
+	double		cost = kernels;
+
+	*ngpus = 1;
+	if (tc_devices_resolve(&p, &err) != TC_OK || p.ndevices <= 1 ||
+		(s = calloc(1, sizeof(TcGpuSplit))) == NULL)
+		return kernels;
+	split_fill(join, &p, s);
+	s->fixed = fixed;
+	s->shared = kernels - fixed;
+	*ngpus = tc_split_gpus(s, out, &cost);
+	free(s);
+	return cost;
 }
 
 /* tc_dot_range_ok of every set of the join. */
@@ -457,7 +535,10 @@ choose_auto(TcJoin *join, bool *use_gpu, TcError *err)
 	TcJoinStats *s = &join->stats;
 	bool		cold = !tc_gpu_ready(0);
 	double		fixed = TC_GPU_SETUP + gpu_upload_seconds(join) + (cold ? TC_GPU_COLD : 0);
-	double		kernels;
+	double		kernels,
+				kernels_fixed;
+	int			ngpus = 1;
+	char		gpus[64] = "";
 	char		reason[200];
 	TcGpuInfo	info;
 	TcStatus	st;
@@ -484,8 +565,9 @@ choose_auto(TcJoin *join, bool *use_gpu, TcError *err)
 		snprintf(s->device_choice, sizeof(s->device_choice), "auto: %.110s", reason);
 		return TC_OK;
 	}
-	if ((st = gpu_estimate(join, &info, &kernels, err)) != TC_OK)
+	if ((st = gpu_estimate(join, &info, &kernels, &kernels_fixed, err)) != TC_OK)
 		return st;
+	kernels = several_gpus_estimate(join, kernels, kernels_fixed, &ngpus);
 	s->auto_gpu_seconds = fixed + kernels;
 	*use_gpu = s->auto_gpu_seconds < s->auto_cpu_seconds;
 	if (*use_gpu && join->params.metric != TC_METRIC_EUCLIDEAN)
@@ -502,8 +584,10 @@ choose_auto(TcJoin *join, bool *use_gpu, TcError *err)
 			return TC_OK;
 		}
 	}
-	snprintf(s->device_choice, sizeof(s->device_choice), "auto: the %s's estimate is lower%s",
-			 *use_gpu ? "GPU" : "CPU",
+	if (ngpus > 1)
+		snprintf(gpus, sizeof(gpus), " (the GPU's: %d GPUs)", ngpus);
+	snprintf(s->device_choice, sizeof(s->device_choice), "auto: the %s's estimate is lower%s%s",
+			 *use_gpu ? "GPU" : "CPU", gpus,
 			 cold ? " (the GPU's includes creating this backend's CUDA context)" : "");
 	return TC_OK;
 }

@@ -50,8 +50,11 @@ typedef struct TcGpuSplit
 	double		shared;			/* seconds the GPUs share */
 } TcGpuSplit;
 
-/* The GPUs a join takes into out (room for s->ndevices), from the first; their count. */
-extern int	tc_split_gpus(const TcGpuSplit *s, int *out);
+/*
+ * The GPUs a join takes into out (room for s->ndevices), from the first;
+ * their count, and (cost_out not NULL) the estimate of the kernels on them.
+ */
+extern int	tc_split_gpus(const TcGpuSplit *s, int *out, double *cost_out);
 
 /*
  * The CPU's cost of every grid plan from the planner's sample: hits[k]

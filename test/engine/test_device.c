@@ -246,7 +246,7 @@ split_is(const int *out, int got, const int *want, int nwant)
 	do { \
 		const int	want_[] = {__VA_ARGS__}; \
 		int			out_[TC_MAX_DEVICES]; \
-		int			got_ = tc_split_gpus(&(s), out_); \
+		int			got_ = tc_split_gpus(&(s), out_, NULL); \
 		case_begin("gpu split: %s", what); \
 		CHECK(split_is(out_, got_, want_, (int) (sizeof(want_) / sizeof(want_[0]))), \
 			  "%d GPUs taken (first %d), want %d (first %d)", got_, got_ > 0 ? out_[0] : -1, \
@@ -299,6 +299,24 @@ test_gpu_split(void)
 	split_setup(&s, four, 2, 0.001, 10.0);
 	s.ready[1] = false;
 	SPLIT_CASE("10 s of kernels, GPU 1 cold: both", s, 0, 1);
+	split_setup(&s, four, 4, 0.001, 10.0);
+	{
+		int			out[TC_MAX_DEVICES];
+		double		cost = 0;
+		int			got = tc_split_gpus(&s, out, &cost);
+
+		case_begin("gpu split: the estimate on 4 GPUs, kernels of 10 s");
+		CHECK(got == 4 && cost > 0.001 + 10.0 / 4 && cost < 0.001 + 10.0 / 3,
+			  "%d GPUs, %.6f s (want 4 GPUs, between %.3f and %.3f s)", got, cost, 0.001 + 10.0 / 4,
+			  0.001 + 10.0 / 3);
+		case_end();
+		s.shared = 1e-5;
+		got = tc_split_gpus(&s, out, &cost);
+		case_begin("gpu split: the estimate on 1 GPU, kernels of 10 us");
+		CHECK(got == 1 && cost == 0.001 + 1e-5, "%d GPUs, %.9f s (want 1 GPU, %.9f s)", got, cost,
+			  0.001 + 1e-5);
+		case_end();
+	}
 	split_setup(&s, four, 4, 0.001, 10.0);
 	s.valid[0] = false;
 	SPLIT_CASE("the first GPU's properties unknown: it alone", s, 0);
