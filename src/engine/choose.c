@@ -10,7 +10,6 @@
  */
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "choose.h"
@@ -141,6 +140,17 @@ grid_fixed_cost(const TcJoin *join)
 {
 	return TC_GPU_GRID_START + TC_GPU_GRID_POINT *
 		((double) join->a.n + (join->self ? 0 : (double) join->b.n));
+}
+
+/* The GPU grid kernel's cost as run_gpu runs it: over one cell for method 'brute'. */
+static double
+gpu_grid_path_cost(const TcJoin *join, const TcGridPlan *plan)
+{
+	TcGridPlan	p = *plan;
+
+	if (join->params.method == TC_METHOD_BRUTE)
+		p.est_candidates = p.cand_k[0];	/* one cell */
+	return gpu_grid_cost(join, &p);
 }
 
 /*
@@ -321,9 +331,7 @@ gpu_estimate(TcJoin *join, const TcGpuInfo *info, double *seconds, double *fixed
 	}
 	if ((st = tc_grid_plan(join, false, &plan, err)) != TC_OK)
 		return st;
-	if (join->params.method == TC_METHOD_BRUTE)
-		plan.est_candidates = plan.cand_k[0];	/* one cell */
-	*seconds = gpu_grid_cost(join, &plan);
+	*seconds = gpu_grid_path_cost(join, &plan);
 	*fixed = grid_fixed_cost(join);
 	if (join->params.method == TC_METHOD_AUTO && brute < *seconds)
 	{
@@ -351,12 +359,12 @@ same_model(const TcGpuInfo *a, const TcGpuInfo *b)
 
 /*
  * The estimate of a join on the first g GPUs of out (g >= 2; a distinct
- * GPU each, but under split=all): the shared part over the distinct GPUs,
- * TC_GPU_EXTRA a GPU past the first, TC_GPU_COLD once where one has no
- * context while the first has one.
+ * GPU each, but under split=all), ready[i] whether out[i] has a context:
+ * the shared part over the distinct GPUs, TC_GPU_EXTRA a GPU past the
+ * first, TC_GPU_COLD once where one has no context while the first has one.
  */
 static double
-split_cost(const TcGpuSplit *s, const int *out, int g)
+split_cost(const TcGpuSplit *s, const int *out, const bool *ready, int g)
 {
 	bool		seen[TC_MAX_DEVICES] = {false};
 	bool		cold = false;
@@ -364,21 +372,15 @@ split_cost(const TcGpuSplit *s, const int *out, int g)
 
 	for (int i = 0; i < g; i++)
 	{
-		int			k;
-
-		if (out[i] >= 0 && out[i] < TC_MAX_DEVICES && !seen[out[i]])
+		if (!seen[out[i]])
 		{
 			seen[out[i]] = true;
 			distinct++;
 		}
-		/* out[i]'s readiness: its entry in the list */
-		for (k = 0; k < s->ndevices && s->devices[k] != out[i]; k++)
-			;
-		if (i > 0 && k < s->ndevices && !s->ready[k] && s->ready[0])
+		if (i > 0 && !ready[i] && ready[0])
 			cold = true;
 	}
-	return s->fixed + s->shared / (distinct > 0 ? distinct : 1) + TC_GPU_EXTRA * (g - 1) +
-		(cold ? TC_GPU_COLD : 0);
+	return s->fixed + s->shared / distinct + TC_GPU_EXTRA * (g - 1) + (cold ? TC_GPU_COLD : 0);
 }
 
 /*
@@ -395,6 +397,7 @@ int
 tc_split_gpus(const TcGpuSplit *s, int *out, double *cost_out)
 {
 	bool		seen[TC_MAX_DEVICES] = {false};
+	bool		ready[TC_MAX_DEVICES];
 	double		best_cost;
 	int			m = 0,
 				best = 1;
@@ -403,11 +406,11 @@ tc_split_gpus(const TcGpuSplit *s, int *out, double *cost_out)
 		*cost_out = s->fixed + s->shared;
 	if (s->ndevices < 1)
 		return 0;
+	ready[m] = s->ready[0];
 	out[m++] = s->devices[0];
-	if (s->devices[0] >= 0 && s->devices[0] < TC_MAX_DEVICES)
-		seen[s->devices[0]] = true;
-	if (!s->valid[0])
+	if (s->devices[0] < 0 || s->devices[0] >= TC_MAX_DEVICES || !s->valid[0])
 		return 1;
+	seen[s->devices[0]] = true;
 	for (int i = 1; i < s->ndevices; i++)
 	{
 		int			dev = s->devices[i];
@@ -417,18 +420,19 @@ tc_split_gpus(const TcGpuSplit *s, int *out, double *cost_out)
 		if (dev != s->devices[0] && (!s->valid[i] || !same_model(&s->info[i], &s->info[0])))
 			continue;
 		seen[dev] = true;
+		ready[m] = s->ready[i];
 		out[m++] = dev;
 	}
 	best_cost = s->fixed + s->shared;
 	if (s->all || m == 1)
 	{
 		if (cost_out && m > 1)
-			*cost_out = split_cost(s, out, m);
+			*cost_out = split_cost(s, out, ready, m);
 		return m;
 	}
 	for (int g = 2; g <= m; g++)
 	{
-		double		cost = split_cost(s, out, g);
+		double		cost = split_cost(s, out, ready, g);
 
 		if (cost < best_cost)
 		{
@@ -458,34 +462,23 @@ split_fill(const TcJoin *join, const TcJoinParams *params, TcGpuSplit *s)
 void
 tc_choose_gpus(const TcJoin *join, TcJoinParams *params, bool fp16_brute, const TcGridPlan *plan)
 {
-	TcGpuSplit *s;
+	TcGpuSplit	s = {0};
 
 	if (params->ndevices <= 1)
 		return;
-	s = calloc(1, sizeof(TcGpuSplit));
-	if (s == NULL)
-	{
-		params->ndevices = 1;	/* one GPU needs none of this */
-		return;
-	}
-	split_fill(join, params, s);
+	split_fill(join, params, &s);
 	/* without the first GPU's properties tc_split_gpus keeps it alone: no estimate needed */
-	if (s->valid[0] && fp16_brute)
+	if (s.valid[0] && fp16_brute)
 	{
-		s->fixed = TC_GPU_BRUTE_START;
-		s->shared = gpu_brute_cost(join, &s->info[0]) - s->fixed;
+		s.fixed = TC_GPU_BRUTE_START;
+		s.shared = gpu_brute_cost(join, &s.info[0]) - s.fixed;
 	}
-	else if (s->valid[0])
+	else if (s.valid[0])
 	{
-		TcGridPlan	p = *plan;
-
-		if (join->params.method == TC_METHOD_BRUTE)
-			p.est_candidates = p.cand_k[0];	/* one cell */
-		s->fixed = grid_fixed_cost(join);
-		s->shared = gpu_grid_cost(join, &p) - s->fixed;
+		s.fixed = grid_fixed_cost(join);
+		s.shared = gpu_grid_path_cost(join, plan) - s.fixed;
 	}
-	params->ndevices = tc_split_gpus(s, params->devices, NULL);
-	free(s);
+	params->ndevices = tc_split_gpus(&s, params->devices, NULL);
 }
 
 /*
@@ -498,20 +491,18 @@ static double
 several_gpus_estimate(const TcJoin *join, double kernels, double fixed, int *ngpus)
 {
 	TcJoinParams p = join->params;
-	TcGpuSplit *s;
+	TcGpuSplit	s = {0};
 	TcError		err;
 	int			out[TC_MAX_DEVICES];
 	double		cost = kernels;
 
 	*ngpus = 1;
-	if (tc_devices_resolve(&p, &err) != TC_OK || p.ndevices <= 1 ||
-		(s = calloc(1, sizeof(TcGpuSplit))) == NULL)
+	if (tc_devices_resolve(&p, &err) != TC_OK || p.ndevices <= 1)
 		return kernels;
-	split_fill(join, &p, s);
-	s->fixed = fixed;
-	s->shared = kernels - fixed;
-	*ngpus = tc_split_gpus(s, out, &cost);
-	free(s);
+	split_fill(join, &p, &s);
+	s.fixed = fixed;
+	s.shared = kernels - fixed;
+	*ngpus = tc_split_gpus(&s, out, &cost);
 	return cost;
 }
 
