@@ -675,10 +675,8 @@ brute_one(void *ctx, TcGpuJoin **handle, const TcJoinParams *params, const TcSin
 	bool		done;
 
 	run.t0 = tc_now();
-	if ((st = gpu_join_begin(handle, args->a, params, sink, stats, err)) != TC_OK)
+	if ((st = gpu_join_begin(handle, args->a, params, share, index, sink, stats, err)) != TC_OK)
 		return st;
-	(*handle)->share = share;
-	(*handle)->share_index = index;
 	if ((st = fold_begin(*handle, args->a->n, err)) != TC_OK)
 		return st;
 	run.g = *handle;
@@ -703,7 +701,5 @@ tc_gpu_brute_join(TcGpuJoin **handle, const TcPoints *a, const TcPoints *b,
 {
 	BruteArgs	args = {a, b, thr};
 
-	if (params->ndevices > 1)
-		return multi_gpu_join(handle, brute_one, &args, a, params, sink, stats, err);
-	return brute_one(&args, handle, params, sink, stats, err, NULL, 0);
+	return gpu_join_devices(handle, brute_one, &args, a, params, sink, stats, err);
 }

@@ -421,10 +421,8 @@ grid_one(void *ctx, TcGpuJoin **handle, const TcJoinParams *params, const TcSink
 	TcStatus	st;
 	double		t0 = tc_now();
 
-	if ((st = gpu_join_begin(handle, a, params, sink, stats, err)) != TC_OK)
+	if ((st = gpu_join_begin(handle, a, params, share, index, sink, stats, err)) != TC_OK)
 		return st;
-	(*handle)->share = share;
-	(*handle)->share_index = index;
 	/* two sets have no fold (the engine's promise) */
 	if (b == NULL && (st = fold_begin(*handle, a->n, err)) != TC_OK)
 		return st;
@@ -486,7 +484,5 @@ tc_gpu_grid_join(TcGpuJoin **handle, const TcPoints *a, const TcPoints *b,
 {
 	GridArgs	args = {a, b, plan, thr};
 
-	if (params->ndevices > 1)
-		return multi_gpu_join(handle, grid_one, &args, a, params, sink, stats, err);
-	return grid_one(&args, handle, params, sink, stats, err, NULL, 0);
+	return gpu_join_devices(handle, grid_one, &args, a, params, sink, stats, err);
 }

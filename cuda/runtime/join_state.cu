@@ -443,7 +443,7 @@ open_resources(TcGpuJoin *g, TcError *err)
 
 TcStatus
 gpu_join_begin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params,
-			   const TcSink *sink, TcJoinStats *stats, TcError *err)
+			   GpuShare *share, int index, const TcSink *sink, TcJoinStats *stats, TcError *err)
 {
 	TcGpuJoin  *g = (TcGpuJoin *) calloc(1, sizeof(TcGpuJoin));
 	TcStatus	st;
@@ -458,6 +458,8 @@ gpu_join_begin(TcGpuJoin **handle, const TcPoints *a, const TcJoinParams *params
 		snprintf(err->message, sizeof(err->message), "out of memory");
 		return TC_ERR_NOMEM;
 	}
+	g->share = share;
+	g->share_index = index;
 	if (a->n >= (int64_t) INT32_MAX)
 	{
 		err->status = TC_ERR_INVALID;

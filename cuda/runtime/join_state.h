@@ -32,6 +32,8 @@
 
 #define OUT_BATCH 8192			/* pairs per sink->emit */
 
+#define SHARE_SETS 2			/* whole sets a join uploads: a self-join's one, or a and b */
+
 /*
  * What the GPUs of one join share (multi.cu): the queue their units of
  * work come from, and what each says of its preparation.  A join on one
@@ -62,10 +64,8 @@ struct GpuShare
 	 * GPU's thread has ended (multi_gpu_free), so a GPU may read another's
 	 * even after that one has failed.
 	 */
-	std::atomic<void *> held[2][TC_MAX_DEVICES];
+	std::atomic<void *> held[SHARE_SETS][TC_MAX_DEVICES];
 };
-
-#define SHARE_SETS 2			/* whole sets a join uploads: a self-join's one, or a and b */
 
 /*
  * Units [*lo, *hi) from the shared queue of n units, *hi from
@@ -229,13 +229,14 @@ extern TcStatus drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsi
 					  const TcSink *sink, TcJoinStats *stats, TcError *err);
 /*
  * A GPU join's start: its resources (*handle set first, so the caller can
- * always free them), the GPU, streams and the abort flag.  It emits
- * nothing (include_self's pairs are the engine's, after the join), so
- * that a join that finds the GPU full has given the sink nothing yet.
+ * always free them), the GPU, streams and the abort flag, and the share
+ * of the GPUs it is one of (NULL: alone) with its place among them.  It
+ * emits nothing (include_self's pairs are the engine's, after the join),
+ * so that a join that finds the GPU full has given the sink nothing yet.
  */
 extern TcStatus gpu_join_begin(TcGpuJoin **handle, const TcPoints *a,
-							   const TcJoinParams *params, const TcSink *sink,
-							   TcJoinStats *stats, TcError *err);
+							   const TcJoinParams *params, GpuShare *share, int index,
+							   const TcSink *sink, TcJoinStats *stats, TcError *err);
 
 /*
  * A join on one GPU (params->devices[0]) with the share (NULL: alone) and
@@ -246,14 +247,15 @@ typedef TcStatus (*GpuJoinOne) (void *ctx, TcGpuJoin **handle, const TcJoinParam
 								GpuShare *share, int index);
 
 /*
- * The join on every GPU of params->devices at once (multi.cu): one thread
- * a GPU runs one(), units of work from one queue, their pairs handed to
- * sink on the caller's thread, their folds and statistics merged.
- * *handle is the join's (tc_gpu_join_free stops and frees every GPU's).
+ * The join on params->devices (multi.cu): one() on the caller's thread
+ * where there is one GPU; else on every GPU at once, one thread a GPU
+ * running one(), units of work from one queue, their pairs handed to sink
+ * on the caller's thread, their folds and statistics merged.  *handle is
+ * the join's (tc_gpu_join_free stops and frees every GPU's).
  */
-extern TcStatus multi_gpu_join(TcGpuJoin **handle, GpuJoinOne one, void *ctx,
-							   const TcPoints *a, const TcJoinParams *params,
-							   const TcSink *sink, TcJoinStats *stats, TcError *err);
+extern TcStatus gpu_join_devices(TcGpuJoin **handle, GpuJoinOne one, void *ctx,
+								 const TcPoints *a, const TcJoinParams *params,
+								 const TcSink *sink, TcJoinStats *stats, TcError *err);
 
 /*
  * Several GPUs: *v becomes the least of every GPU's *v, once each has

@@ -167,19 +167,25 @@ share_agree_min(TcGpuJoin *g, unsigned long long *v)
 	return TC_OK;
 }
 
+/* Per device, the peers enable_peer has tried from it: once a process. */
+static std::atomic<unsigned int> peers_tried[TC_MAX_DEVICES];
+
 /*
  * Copies between two GPUs direct (NVLink or PCIe peer to peer) where they
  * can; without peer access the driver stages them through host memory,
  * slower but the same bytes, so a refusal (too many peers, say) is no
- * error.  Once enabled it stays for the process; the current device is
- * g's.
+ * error.  Once enabled it stays for the process, so each pair is tried
+ * once; the current device is g's.
  */
 static void
 enable_peer(TcGpuJoin *g, int peer)
 {
 	int			can = 0;
 
-	if (peer == g->device || cudaDeviceCanAccessPeer(&can, g->device, peer) != cudaSuccess || !can)
+	if (peer == g->device || g->device < 0 || g->device >= TC_MAX_DEVICES ||
+		(peers_tried[g->device].fetch_or(1u << peer) & (1u << peer)) != 0)
+		return;
+	if (cudaDeviceCanAccessPeer(&can, g->device, peer) != cudaSuccess || !can)
 	{
 		(void) cudaGetLastError();	/* not sticky: clear it */
 		return;
@@ -548,9 +554,12 @@ check_digests(MultiJoin *m, TcError *err)
 }
 
 TcStatus
-multi_gpu_join(TcGpuJoin **handle, GpuJoinOne one, void *ctx, const TcPoints *a,
-			   const TcJoinParams *params, const TcSink *sink, TcJoinStats *stats, TcError *err)
+gpu_join_devices(TcGpuJoin **handle, GpuJoinOne one, void *ctx, const TcPoints *a,
+				 const TcJoinParams *params, const TcSink *sink, TcJoinStats *stats, TcError *err)
 {
+	if (params->ndevices <= 1)
+		return one(ctx, handle, params, sink, stats, err, NULL, 0);
+
 	TcGpuJoin  *g = (TcGpuJoin *) calloc(1, sizeof(TcGpuJoin));
 	MultiJoin  *m = g ? new (std::nothrow) MultiJoin() : NULL;
 	TcDeviceFold *f = sink->fold;
