@@ -34,7 +34,8 @@ BruteRun::upload_rows(const TcPoints *p, size_t first, unsigned int r, unsigned 
 	else
 		s2 = upload(g, to, from, rowbytes * r, g->stream[0], sink, err);
 
-	stats->gpu_upload_seconds += tc_now() - tu;
+	t_uploaded = tc_now();
+	stats->gpu_upload_seconds += t_uploaded - tu;
 	if (s2 == TC_OK && bd.metric == TC_METRIC_COSINE)
 		s2 = brute_norms(g, p->type, (const char *) d_x + rowbytes * dst, r, d, zbase + first,
 						 d_norm + dst, d_root + dst, d_zero, err);

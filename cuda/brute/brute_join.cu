@@ -651,7 +651,7 @@ BruteRun::run(void)
 		fprintf(stderr, "tcjoin trace: GPU %d (entry %d), ms from the join's start: started %.1f, "
 				"uploaded %.1f, placed and prepared %.1f, join phase %.1f to %.1f\n", g->device,
 				g->share_index, (t0 - g->share->t0) * 1e3,
-				(t0 - g->share->t0 + stats->gpu_upload_seconds) * 1e3, (t_placed - g->share->t0) * 1e3,
+				(t_uploaded - g->share->t0) * 1e3, (t_placed - g->share->t0) * 1e3,
 				(t1 - g->share->t0) * 1e3, (tc_now() - g->share->t0) * 1e3);
 	return TC_OK;
 }
