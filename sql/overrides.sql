@@ -36,6 +36,8 @@ SET tcjoin.dev_overrides = 'split=all';
 SHOW tcjoin.dev_overrides;
 SET tcjoin.dev_overrides = 'split=auto';
 SHOW tcjoin.dev_overrides;
+SET tcjoin.dev_overrides = 'band_squares=3';
+SHOW tcjoin.dev_overrides;
 
 --
 -- Bad text is refused, with the parser's message as the detail, and the
@@ -51,6 +53,8 @@ SET tcjoin.dev_overrides = 'clusters=yes';
 SET tcjoin.dev_overrides = 'batch_rate=2';
 SET tcjoin.dev_overrides = 'batch_rate=half';
 SET tcjoin.dev_overrides = 'split=some';
+SET tcjoin.dev_overrides = 'band_squares=-1';
+SET tcjoin.dev_overrides = 'band_squares=1.5';
 -- Not key=value at all.
 SET tcjoin.dev_overrides = 'trace';
 SET tcjoin.dev_overrides = '=on';

@@ -301,6 +301,8 @@ BruteRun::alloc_results(void)
 	TcStatus	st;
 
 	band_sq = std::min(nsq_max * (nsq_max + 1) / 2, std::max(1ull, BAND_PAIRS / (PRUNE_SQ * PRUNE_SQ)));
+	if (g->ov.band_squares > 0)
+		band_sq = std::min(band_sq, (unsigned long long) g->ov.band_squares);	/* tests: many bands */
 	if (B == 0 && g->limit > 0)
 	{
 		/* two streams' pair and candidate buffers, and the tile-pair list */
@@ -386,8 +388,11 @@ BruteRun::alloc_grouping(void)
  * The join of the set prepared in bd: every tile pair of its triangle, or
  * with split > 0 those across tile split (bi < split <= bj), a band of at
  * most band_sq squares at a time: a list of at most BAND_PAIRS tile pairs.
- * shared (several GPUs, each with the whole set prepared alike): the
- * squares come from the GPUs' queue.
+ * shared (several GPUs, each with the whole set prepared alike): every GPU
+ * lists each band alike and takes its batches of list entries from the
+ * GPUs' queue, band after band (claim_band_units), so that no GPU waits
+ * at a band's end and only the last band's batches are cut short for the
+ * GPUs to finish together.
  */
 TcStatus
 BruteRun::join_set(unsigned int split, bool shared)
@@ -416,26 +421,35 @@ BruteRun::join_set(unsigned int split, bool shared)
 		snprintf(err->message, sizeof(err->message), "could not encode a TMA descriptor");
 		return TC_ERR_INTERNAL;
 	}
+	if (sh != NULL)
+	{
+		/* entries number the same tile pairs on every GPU only in one list mode */
+		int			mode = -1;
+
+		if (!sh->list_mode.compare_exchange_strong(mode, (int) cfg.list_mode) && mode != (int) cfg.list_mode)
+		{
+			err->status = TC_ERR_INTERNAL;
+			snprintf(err->message, sizeof(err->message),
+					 "the GPUs of one join list their tile pairs in different modes");
+			return TC_ERR_INTERNAL;
+		}
+	}
 	/* the triangle's tile pairs, once for the GPUs that share it */
 	if (sh == NULL || g->share_index == 0)
 		stats->gpu_tile_pairs += split > 0 ? (unsigned long long) split * (nt - split) : nt * (nt + 1) / 2;
 
-	/*
-	 * Several GPUs take runs of a third of a GPU's share of what is left
-	 * (guided scheduling): long runs first, few bands, and short ones at
-	 * the end, so that the GPUs finish together.
-	 */
-	const unsigned long long G = sh != NULL ? (unsigned long long) sh->ngpus : 1;
-	const unsigned long long least = std::max(1ull, nsq_all / (32 * G));
-	auto		run = [&] (unsigned long long c) {
-		return c + (sh == NULL ? band_sq : std::min(band_sq, std::max(least, (nsq_all - c) / (3 * G))));
-	};
-	unsigned long long u0 = 0,
-				u1 = 0;
-
-	while (take_units(sh, nsq_all, run, &u0, &u1))
-		if ((st = join_band(u0, u1, split)) != TC_OK)
+	guide_squares = sh != NULL ? nsq_all : 0;
+	for (unsigned long long k = 0; k * band_sq < nsq_all; k++)
+	{
+		/* a band the other GPUs have already taken whole is passed over unlisted */
+		if (sh != NULL && queue_band(sh) > (long long) k)
+		{
+			k = (unsigned long long) queue_band(sh) - 1;
+			continue;
+		}
+		if ((st = join_band(k, k * band_sq, std::min(nsq_all, (k + 1) * band_sq), split, sh)) != TC_OK)
 			return st;
+	}
 	return TC_OK;
 }
 
@@ -464,9 +478,13 @@ BruteRun::record_digest(void)
 	return TC_OK;
 }
 
-/* Squares [u0, u1): pruned into the list, then its entries in batches. */
+/*
+ * Band k, squares [u0, u1): pruned into the list, then its entries in
+ * batches, from the GPUs' queue where sh is set.
+ */
 TcStatus
-BruteRun::join_band(unsigned long long u0, unsigned long long u1, unsigned int split)
+BruteRun::join_band(unsigned long long k, unsigned long long u0, unsigned long long u1,
+					unsigned int split, GpuShare *sh)
 {
 	unsigned long long nl[2] = {0, 0};	/* list entries, tile pairs kept */
 	TcStatus	st;
@@ -478,17 +496,22 @@ BruteRun::join_band(unsigned long long u0, unsigned long long u1, unsigned int s
 							   cfg.list_mode, nl, sink, err)) != TC_OK)
 		return st;
 	band_entries = nl[0];
+	band_u0 = u0;
+	band_u1 = u1;
 	if (g->ov.trace)
 		fprintf(stderr, "tcjoin trace: band of squares [%llu, %llu): %llu tile pairs kept in %llu list "
 				"entries, pruned by %.3f ms into the join\n", u0, u1, nl[1], band_entries,
 				(tc_now() - t1) * 1e3);
-	stats->gpu_tile_pairs_kept += nl[1];
+	/* the band's kept tile pairs, counted by the GPU that opens it */
+	if (sh == NULL || open_band(sh, k))
+		stats->gpu_tile_pairs_kept += nl[1];
 
 	g->kev_recheck = true;
 	st = run_batches(g, band_entries, d_pairs, h_meta, rate,
 					 [this] (unsigned long long lo, double r, double *bound) { return next(lo, r, bound); },
 					 [this] (int cur, unsigned long long lo, unsigned long long hi) { return launch(cur, lo, hi); },
-					 "tile", sink, stats, err, 2, [this] (int cur) { kept(cur); });
+					 "tile", sink, stats, err, 2, [this] (int cur) { kept(cur); },
+					 sh != NULL ? (long long) k : RUN_ALONE);
 	g->kev_recheck = false;
 	return st;
 }
@@ -503,6 +526,22 @@ BruteRun::next(unsigned long long lo, double r, double *bound)
 															std::min(0.8 * capacity / (per_tile * r),
 																	 BRUTE_BATCH_WORK / bd.dpad / per_tile));
 
+	if (guide_squares > 0 && band_u1 > band_u0)
+	{
+		/*
+		 * Several GPUs: at most a third of a GPU's share of what is left,
+		 * this band's entries and the later bands' by this one's density
+		 * (guided scheduling): long batches first, short ones at the end,
+		 * so that the GPUs finish together; none below a 32nd of a GPU's
+		 * share of the whole.
+		 */
+		const double per_sq = (double) ntp / (double) (band_u1 - band_u0);
+		const double left = (double) (ntp - lo) + per_sq * (double) (guide_squares - band_u1);
+		const double G = (double) g->share->ngpus;
+
+		want = std::min(want, (unsigned long long) std::max(left / (3.0 * G),
+															per_sq * (double) guide_squares / (32.0 * G)));
+	}
 	if (cfg.wgmma)
 		want = std::max(2ull, want & ~1ull);	/* whole items, rounded down (up could pass the buffer) */
 
@@ -541,6 +580,7 @@ BruteRun::launch(int cur, unsigned long long lo, unsigned long long hi)
 		(unsigned int) std::min((unsigned long long) sms * cfg.per_sm, units);
 	TcStatus	st;
 
+	batch_entries[cur] = hi - lo;
 	bb.list = pb.list;
 	bb.lo = lo;
 	bb.hi = hi;
@@ -586,6 +626,7 @@ void
 BruteRun::kept(int cur)
 {
 	stats->candidates += h_cnt[2 * cur];
+	stats->gpu_work += batch_entries[cur];
 	if (!bd.approx)				/* approximate: nothing rechecked */
 		stats->rechecked += h_cnt[2 * cur + 1];
 }

@@ -75,6 +75,10 @@ struct BruteRun
 	unsigned long long band_sq; /* squares a band */
 	BrutePruneBufs pb;
 	unsigned long long band_entries;	/* the band's list entries */
+	unsigned long long band_u0; /* the band's squares */
+	unsigned long long band_u1;
+	unsigned long long guide_squares;	/* several GPUs: the squares of the set's join (else 0) */
+	unsigned long long batch_entries[2];	/* each stream's batch */
 
 	/* the choices */
 	BruteConfig cfg;
@@ -98,7 +102,8 @@ struct BruteRun
 	TcStatus	alloc_grouping(void);
 	TcStatus	join_set(unsigned int split, bool shared);
 	TcStatus	record_digest(void);
-	TcStatus	join_band(unsigned long long u0, unsigned long long u1, unsigned int split);
+	TcStatus	join_band(unsigned long long k, unsigned long long u0, unsigned long long u1,
+						  unsigned int split, GpuShare *sh);
 	unsigned long long next(unsigned long long lo, double r, double *bound);
 	TcStatus	launch(int cur, unsigned long long lo, unsigned long long hi);
 	void		kept(int cur);

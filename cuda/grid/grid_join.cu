@@ -393,7 +393,7 @@ join_batches(GridRun *r)
 
 	/* several GPUs take the items from their queue */
 	if ((st = run_batches(g, r->nitems, r->d_pairs, r->h_meta, rate, next, launch, "work item",
-						  r->sink, stats, err, 0, kept, true)) != TC_OK)
+						  r->sink, stats, err, 0, kept, RUN_SHARED)) != TC_OK)
 		return st;
 	stats->join_seconds = tc_now() - t1;
 	return TC_OK;

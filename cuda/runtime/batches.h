@@ -25,10 +25,15 @@
  * kept(s): called once for each batch whose pairs go to the sink (not for
  * one dropped and rerun), so that counts read from it are counted once.
  *
- * shared: the units come from the GPUs' queue (g->share), a batch at a
- * time, so that a GPU that runs ahead takes more; a batch that overflows
- * is rerun in parts by the GPU that took it.
+ * queue: RUN_ALONE, every unit here; RUN_SHARED, the units come from the
+ * GPUs' queue (g->share), a batch at a time, so that a GPU that runs ahead
+ * takes more; k >= 0, the same from band k of the queue (claim_band_units,
+ * opened by the caller).  A batch that overflows is rerun in parts by the
+ * GPU that took it.
  */
+constexpr long long RUN_ALONE = -2;
+constexpr long long RUN_SHARED = -1;
+
 struct NoKept
 {
 	void		operator() (int) const
@@ -41,9 +46,9 @@ TcStatus
 run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 			unsigned int *const *h_meta, double &rate, Next next, Launch launch,
 			const char *unit, const TcSink *sink, TcJoinStats *stats, TcError *err,
-			int rate_slot = 0, Kept kept = Kept(), bool shared = false)
+			int rate_slot = 0, Kept kept = Kept(), long long queue = RUN_ALONE)
 {
-	GpuShare   *share = shared ? g->share : NULL;
+	GpuShare   *share = queue != RUN_ALONE ? g->share : NULL;
 	unsigned long long lo = 0;
 	unsigned long long end = share ? 0 : n;	/* the units this GPU has taken */
 	unsigned long long over_lo = 0,
@@ -68,8 +73,10 @@ run_batches(TcGpuJoin *g, unsigned long long n, PairDev *const *d_pairs,
 		{
 			double		b;
 
-			if (!claim_units(share, n, [&] (unsigned long long c) { return next(c, rate, &b); },
-							 &lo, &end))
+			auto		upto = [&] (unsigned long long c) { return next(c, rate, &b); };
+
+			if (!(queue >= 0 ? claim_band_units(share, (unsigned long long) queue, n, upto, &lo, &end) :
+				  claim_units(share, n, upto, &lo, &end)))
 				lo = end = n;
 		}
 		if (lo < end)

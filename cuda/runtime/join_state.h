@@ -55,6 +55,8 @@ struct GpuShare
 	 */
 	unsigned long long digest[TC_MAX_DEVICES];
 	bool		has_digest[TC_MAX_DEVICES];
+	/* the brute force's tile-pair list mode, which the GPUs must share (-1: none yet) */
+	std::atomic<int> list_mode;
 	/* share_agree_min's value and the GPUs that have given theirs */
 	std::atomic<unsigned long long> agreed;
 	std::atomic<int> agreeing;
@@ -89,6 +91,67 @@ claim_units(GpuShare *sh, unsigned long long n, Next next, unsigned long long *l
 		if (sh->next.compare_exchange_weak(c, h))
 		{
 			*lo = c;
+			*hi = h;
+			return true;
+		}
+	}
+}
+
+/*
+ * Bands of units, each numbered from 0, through the one queue: sh->next
+ * holds (band + 1) << QUEUE_BAND_SHIFT plus the band's next unit.  Every
+ * GPU walks the bands in order, each laid out alike on every GPU (the
+ * brute force's tile-pair list of a band of squares), and reaches band k
+ * only once it has seen band k - 1's units all taken or the queue already
+ * at band k or past it; so the queue behind band k means band k - 1 is
+ * done with, and whoever finds it so opens band k.
+ */
+constexpr int QUEUE_BAND_SHIFT = 40;
+
+/* The band the queue is in: -1 before the first is opened. */
+static inline long long
+queue_band(GpuShare *sh)
+{
+	return (long long) (sh->next.load() >> QUEUE_BAND_SHIFT) - 1;
+}
+
+/* Band k opened unless it is open or passed: true where this call opened it. */
+static inline bool
+open_band(GpuShare *sh, unsigned long long k)
+{
+	const unsigned long long tag = (k + 1) << QUEUE_BAND_SHIFT;
+	unsigned long long c = sh->next.load();
+
+	while (c < tag)
+		if (sh->next.compare_exchange_weak(c, tag))
+			return true;
+	return false;
+}
+
+/*
+ * claim_units within band k (open_band first), of its n units: false once
+ * they are all taken or the queue has passed the band.
+ */
+template <typename Next>
+static inline bool
+claim_band_units(GpuShare *sh, unsigned long long k, unsigned long long n, Next next,
+				 unsigned long long *lo, unsigned long long *hi)
+{
+	const unsigned long long tag = (k + 1) << QUEUE_BAND_SHIFT;
+	unsigned long long c = sh->next.load();
+
+	for (;;)
+	{
+		/* before the band only if it was never opened: nothing to take */
+		if (c < tag || c - tag >= n)
+			return false;
+
+		unsigned long long u = c - tag,
+					h = std::min(n, std::max(u + 1, next(u)));
+
+		if (sh->next.compare_exchange_weak(c, tag + h))
+		{
+			*lo = u;
 			*hi = h;
 			return true;
 		}

@@ -381,6 +381,7 @@ stats_merge(MultiJoin *m, const TcJoinStats *base, TcJoinStats *out)
 	SUM(gpu_drain_seconds);
 	SUM(gpu_tile_pairs);
 	SUM(gpu_tile_pairs_kept);
+	SUM(gpu_work);
 	SUM(gpu_upload_seconds);
 	SUM(gpu_order_seconds);
 	MAX(index_seconds);
@@ -395,9 +396,8 @@ stats_merge(MultiJoin *m, const TcJoinStats *base, TcJoinStats *out)
 	{
 		const TcJoinStats *s = &m->gpu[g].stats;
 
-		/* the brute force's work is its tile pairs; the grid's, its candidates */
-		work[g] = out->gpu_tile_pairs_kept > base->gpu_tile_pairs_kept ?
-			(double) (s->gpu_tile_pairs_kept - base->gpu_tile_pairs_kept) :
+		/* the brute force's work is its list entries; the grid's, its candidates */
+		work[g] = out->gpu_work > base->gpu_work ? (double) (s->gpu_work - base->gpu_work) :
 			(double) (s->candidates - base->candidates);
 		total += work[g];
 		out->gpu_ids[g] = m->gpu[g].params.devices[0];
@@ -577,6 +577,7 @@ gpu_join_devices(TcGpuJoin **handle, GpuJoinOne one, void *ctx, const TcPoints *
 	m->n = params->ndevices;
 	m->share.ngpus = m->n;
 	m->share.next.store(0);
+	m->share.list_mode.store(-1);
 	m->share.t0 = tc_now();
 	m->share.stop.store(0);
 	m->share.agreed.store(ULLONG_MAX);

@@ -123,6 +123,7 @@ typedef struct TcOverrides
 	bool		no_prefault;	/* loading: the matrix's pages faulted by its writes only */
 	TcDotFilterKind dot_filter; /* CPU brute force's dot-product filter */
 	bool		split_all;		/* several GPUs: every one listed, however small the join */
+	uint32_t	band_squares;	/* GPU brute force: squares of tiles a band at most (0: the default) */
 } TcOverrides;
 
 /* What a GPU join does when the GPU's memory is exhausted. */
@@ -304,6 +305,8 @@ typedef struct TcJoinStats
 	/* GPU brute force: tile pairs of the triangle, and those pruning kept. */
 	uint64_t	gpu_tile_pairs;
 	uint64_t	gpu_tile_pairs_kept;
+	/* GPU brute force: the list entries (tile pairs and pads) this join ran, for each GPU's share */
+	uint64_t	gpu_work;
 	const char *gpu_kernel;		/* "wgmma" (Hopper; ", clusters of 2", ", ping-pong") or "mma.sync" */
 	const char *gpu_recheck;	/* its second kernel: "bulk-copy, 192 B", "lane", ... */
 	/*

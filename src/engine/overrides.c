@@ -14,8 +14,10 @@
  *	  prefault=on|off
  *	  dot_filter=auto|float32|int8|int8-portable
  *	  split=auto|all	(several GPUs: as many as pay, or every one listed)
+ *	  band_squares=N	(0 for the default; N > 0: that many squares of tiles a band at most)
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +97,23 @@ parse_item(const char *key, const char *value, TcOverrides *out, char *msg, size
 		out->batch_rate = r;
 		return true;
 	}
+	if (strcmp(key, "band_squares") == 0)
+	{
+		char	   *end;
+		unsigned long n;
+
+		errno = 0;
+		n = strtoul(value, &end, 10);
+		if (errno != 0 || end == value || *end != '\0' || value[0] < '0' || value[0] > '9' ||
+			n > UINT32_MAX)
+		{
+			snprintf(msg, msglen, "band_squares must be a whole number from 0 to %u, not \"%s\"",
+					 (unsigned) UINT32_MAX, value);
+			return false;
+		}
+		out->band_squares = (uint32_t) n;
+		return true;
+	}
 	if (strcmp(key, "tile_kernel") == 0)
 		choices = tile_choices;
 	else if (strcmp(key, "recheck") == 0)
@@ -112,7 +131,7 @@ parse_item(const char *key, const char *value, TcOverrides *out, char *msg, size
 	else
 	{
 		snprintf(msg, msglen, "unknown override \"%s\" (known: tile_kernel, recheck, "
-				 "recheck_group, clusters, pingpong, filter_bound, batch_rate, trace, prefault, dot_filter, split)", key);
+				 "recheck_group, clusters, pingpong, filter_bound, batch_rate, trace, prefault, dot_filter, split, band_squares)", key);
 		return false;
 	}
 	if (!pick(choices, value, &v))

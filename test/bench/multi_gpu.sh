@@ -29,7 +29,9 @@
 # one GPU's is marked in the table.
 #   test/bench/multi_gpu.sh [REPS]
 #   CASES="grid2" test/bench/multi_gpu.sh 5     (one join; names below)
-# Builds tcbench with CUDA (make -C test/bench USE_CUDA=1; needs nvcc).
+# Builds tcbench with CUDA (make -C test/bench USE_CUDA=1; needs nvcc),
+# unless TCBENCH names one already built (to compare two commits' in one
+# run: TCBENCH=/path/to/tcbench test/bench/multi_gpu.sh).
 # Not a test: it prints a table.  A dry run of the script without a GPU:
 # USE_CUDA=0 DEVICE=cpu CASES=grid2 test/bench/multi_gpu.sh 1 (the CPU
 # ignores the lists).
@@ -44,12 +46,15 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 # Rebuilt every time: a tcbench built without USE_CUDA looks up to date.
-rm -f test/bench/tcbench
-make -s -C test/bench USE_CUDA="${USE_CUDA:-1}" tcbench >&2 || {
-    echo "multi_gpu: the build failed (USE_CUDA=1 needs nvcc)" >&2
-    exit 1
-}
-B=test/bench/tcbench
+# TCBENCH: a tcbench already built (another commit's, to compare in one run)
+B=${TCBENCH:-test/bench/tcbench}
+if [ -z "${TCBENCH:-}" ]; then
+    rm -f test/bench/tcbench
+    make -s -C test/bench USE_CUDA="${USE_CUDA:-1}" tcbench >&2 || {
+        echo "multi_gpu: the build failed (USE_CUDA=1 needs nvcc)" >&2
+        exit 1
+    }
+fi
 
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 # The lists: the first 1, 2, 4, 8 GPUs the machine has; "0,0" on one GPU.

@@ -32,16 +32,17 @@ ov_equal(const TcOverrides *x, const TcOverrides *y)
 		x->no_pingpong == y->no_pingpong &&
 		x->whole_dot_bound == y->whole_dot_bound &&
 		same_bits(x->batch_rate, y->batch_rate) &&
-		x->trace == y->trace;
+		x->trace == y->trace &&
+		x->band_squares == y->band_squares;
 }
 
 static void
 ov_describe(const TcOverrides *o, char *buf, size_t len)
 {
 	snprintf(buf, len, "tile_kernel %d, recheck %d, no_recheck_group %d, no_clusters %d, "
-			 "no_pingpong %d, whole_dot_bound %d, batch_rate %.17g, trace %d",
+			 "no_pingpong %d, whole_dot_bound %d, batch_rate %.17g, trace %d, band_squares %u",
 			 (int) o->tile_kernel, (int) o->recheck, o->no_recheck_group, o->no_clusters,
-			 o->no_pingpong, o->whole_dot_bound, o->batch_rate, o->trace);
+			 o->no_pingpong, o->whole_dot_bound, o->batch_rate, o->trace, (unsigned) o->band_squares);
 }
 
 /* text must parse, to exactly want (out filled with garbage first). */
@@ -221,6 +222,43 @@ overrides_each_value(void)
 	case_end();
 }
 
+/* band_squares: a whole number of squares, 0 the default. */
+static void
+overrides_band_squares(void)
+{
+	static const struct
+	{
+		const char *text;
+		uint32_t	n;
+	}			r[] = {
+		{"band_squares=0", 0},
+		{"band_squares=1", 1},
+		{"band_squares=3", 3},
+		{"band_squares=65536", 65536},
+		{"band_squares=4294967295", 4294967295u},
+	};
+
+	case_begin("[overrides] band_squares from 0 (the default) to 2^32 - 1");
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+	{
+		TcOverrides o = ov_zero();
+
+		o.band_squares = r[i].n;
+		expect_parsed(r[i].text, &o);
+	}
+	case_end();
+
+	case_begin("[overrides] band_squares not a whole number in range refused");
+	expect_refused("band_squares=-1", "band_squares", "-1");
+	expect_refused("band_squares=+3", "band_squares", "+3");
+	expect_refused("band_squares= 3", "band_squares", NULL);
+	expect_refused("band_squares=1.5", "band_squares", "1.5");
+	expect_refused("band_squares=4294967296", "band_squares", "4294967296");
+	expect_refused("band_squares=many", "band_squares", "many");
+	expect_refused("band_squares=3x", "band_squares", "3x");
+	case_end();
+}
+
 /* Several items, separated by commas, spaces, or both. */
 static void
 overrides_lists(void)
@@ -324,6 +362,7 @@ test_overrides(void)
 {
 	overrides_empty();
 	overrides_each_value();
+	overrides_band_squares();
 	overrides_lists();
 	overrides_unknown_key();
 	overrides_bad_value();

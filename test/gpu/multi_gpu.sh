@@ -2,7 +2,9 @@
 # One join on several GPUs (tcjoin.devices), in one run on a GPU machine:
 #   (a) the GPU-against-CPU comparison (gpu_vs_cpu --quick, MULTI_SECONDS
 #       of its matrix, default 60) with --devices 0,0 (the several-GPU path
-#       on one GPU), and with 0,1 and all where the machine has 2 or more;
+#       on one GPU), and with 0,1 and all where the machine has 2 or more,
+#       then on the widest list again with bands of 2 squares (the
+#       override band_squares=2), so that the GPUs share many bands;
 #   (b) through SQL, on fresh random data, every answer under
 #       tcjoin.device = gpu with tcjoin.devices = '0,0' (and '0,1' on 2 or
 #       more GPUs) against tcjoin.device = cpu, rows and float8 dists equal
@@ -79,6 +81,14 @@ if [ -n "$ENGINE" ] && [ -z "$DRY" ]; then
         timeout $((secs + 600)) "$OUT/gpu_vs_cpu" --quick --seconds "$secs" --devices "$list" | tee "$log"
         add_counts "$log"
     done
+    # bands of 2 squares: every brute-force join in many bands, their
+    # batches from the GPUs' queue band after band
+    list=${engine_lists[${#engine_lists[@]}-1]}
+    echo "== gpu_vs_cpu --quick --devices $list --override band_squares=2"
+    log=$OUT/multi-gpu_vs_cpu-bands.log
+    timeout $((secs + 600)) "$OUT/gpu_vs_cpu" --quick --seconds "$secs" --devices "$list" \
+        --override band_squares=2 | tee "$log"
+    add_counts "$log"
 fi
 
 if [ -z "$SQL" ]; then
