@@ -271,6 +271,7 @@ BruteRun::plan_and_place(void)
 	if ((st = brute_make_plan(g, a->type, plan_rows, d, nblocks, brute_fetch_block, this, plan_thr,
 							  params->eps, bd, plan, &d_c, err)) != TC_OK)
 		return st;
+	t_planned = tc_now();
 	/* every row has been on the device once: a zero vector stops the join before any pair */
 	if (bd.metric == TC_METRIC_COSINE && (st = zero_rows()) != TC_OK)
 		return st;
@@ -529,18 +530,18 @@ BruteRun::next(unsigned long long lo, double r, double *bound)
 	if (guide_squares > 0 && band_u1 > band_u0)
 	{
 		/*
-		 * Several GPUs: at most a third of a GPU's share of what is left,
-		 * this band's entries and the later bands' by this one's density
-		 * (guided scheduling): long batches first, short ones at the end,
-		 * so that the GPUs finish together; none below a 32nd of a GPU's
-		 * share of the whole.
+		 * Several GPUs: at most a GPU's share of what is left, this band's
+		 * entries and the later bands' by this one's density (guided
+		 * scheduling): long batches first, short ones at the end, so that
+		 * the GPUs finish together; none below a 16th of a GPU's share of
+		 * the whole, as each batch's kernels cost a fixed part besides.
 		 */
 		const double per_sq = (double) ntp / (double) (band_u1 - band_u0);
 		const double left = (double) (ntp - lo) + per_sq * (double) (guide_squares - band_u1);
 		const double G = (double) g->share->ngpus;
 
-		want = std::min(want, (unsigned long long) std::max(left / (3.0 * G),
-															per_sq * (double) guide_squares / (32.0 * G)));
+		want = std::min(want, (unsigned long long) std::max(left / G,
+															per_sq * (double) guide_squares / (16.0 * G)));
 	}
 	if (cfg.wgmma)
 		want = std::max(2ull, want & ~1ull);	/* whole items, rounded down (up could pass the buffer) */
@@ -637,19 +638,23 @@ BruteRun::run(void)
 {
 	TcStatus	st;
 
-	double		t_placed;
+	/* the trace's marks: placed and prepared, digest, result buffers, configured, list and grouping */
+	double		mark[5];
 
 	if ((st = plan_memory()) != TC_OK || (st = plan_and_place()) != TC_OK)
 		return st;
-	t_placed = tc_now();
+	mark[0] = tc_now();
 	if ((st = record_digest()) != TC_OK)
 		return st;
+	mark[1] = tc_now();
 	nt_max = B > 0 ? 2ull * B / BT : npad / BT;
 	if ((st = alloc_results()) != TC_OK)
 		return st;
+	mark[2] = tc_now();
 	if ((st = brute_configure(g, major, sms, a->type, rowbytes, B > 0, capacity, d_cnt, bd, &tmap,
 							  &cfg, stats, err)) != TC_OK)
 		return st;
+	mark[3] = tc_now();
 	/* Counters cleared (the probe used them) before either stream's first batch. */
 	CHECK(cudaMemsetAsync(d_cnt, 0, sizeof(*d_cnt) * 6, g->stream[0]));
 	CHECK(cudaStreamSynchronize(g->stream[0]));
@@ -664,6 +669,7 @@ BruteRun::run(void)
 		return st;
 	if (cfg.group && (st = alloc_grouping()) != TC_OK)
 		return st;
+	mark[4] = tc_now();
 
 	/*
 	 * The join phase's clock starts with every buffer in place: allocating
@@ -687,13 +693,19 @@ BruteRun::run(void)
 	stats->join_seconds = tc_now() - t1;
 	if (g->ov.trace)
 		fprintf(stderr, "tcjoin trace: join phase %.3f ms\n", stats->join_seconds * 1e3);
-	/* several GPUs: where each one's time went, on the join's clock */
-	if (g->ov.trace && g->share != NULL)
+	/* where each GPU's time went, on the join's clock (several GPUs: the first one's start) */
+	if (g->ov.trace)
+	{
+		const double base = g->share != NULL ? g->share->t0 : t0;
+
 		fprintf(stderr, "tcjoin trace: GPU %d (entry %d), ms from the join's start: started %.1f, "
-				"uploaded %.1f, placed and prepared %.1f, join phase %.1f to %.1f\n", g->device,
-				g->share_index, (t0 - g->share->t0) * 1e3,
-				(t_uploaded - g->share->t0) * 1e3, (t_placed - g->share->t0) * 1e3,
-				(t1 - g->share->t0) * 1e3, (tc_now() - g->share->t0) * 1e3);
+				"uploaded %.1f, planned %.1f, placed and prepared %.1f, digest %.1f, result buffers %.1f, "
+				"configured %.1f, list and grouping %.1f, join phase %.1f to %.1f\n", g->device,
+				g->share != NULL ? g->share_index : 0, (t0 - base) * 1e3, (t_uploaded - base) * 1e3,
+				(t_planned - base) * 1e3, (mark[0] - base) * 1e3, (mark[1] - base) * 1e3,
+				(mark[2] - base) * 1e3, (mark[3] - base) * 1e3, (mark[4] - base) * 1e3,
+				(t1 - base) * 1e3, (tc_now() - base) * 1e3);
+	}
 	return TC_OK;
 }
 

@@ -27,6 +27,7 @@ struct BruteRun
 	double		t0;				/* the join's start */
 	double		t1;				/* the join phase's start */
 	double		t_uploaded;		/* the last upload's end (the trace's) */
+	double		t_planned;		/* the plan's end (the trace's) */
 
 	/* the points */
 	unsigned int n;
