@@ -146,10 +146,17 @@ grow(LoadReceiver *r)
 	r->prefault = NULL;
 	if (r->n == 0 && (Size) newcap * rowbytes >= TC_PREFAULT_MIN_BYTES && !tc_overrides.no_prefault)
 	{
-		int			threads = tc_cpu_threads > 0 ? tc_cpu_threads : tc_cpu_count();
+		/*
+		 * The scan keeps a core of its own, and on fewer than 4 cores no
+		 * helper runs: on 2, the helpers' zeroing slowed the scan more
+		 * than it saved (docs/lab/2026-11-27-load-on-two-cores.md).
+		 */
+		int			cores = tc_cpu_threads > 0 ? tc_cpu_threads : tc_cpu_count();
+		int			threads = cores >= 4 ? cores - 1 : 0;
 
-		r->prefault = tc_prefault_start(r->data, newcap * rowbytes,
-										Min(threads, TC_PREFAULT_THREADS));
+		if (threads > 0)
+			r->prefault = tc_prefault_start(r->data, newcap * rowbytes,
+											Min(threads, TC_PREFAULT_THREADS));
 	}
 }
 

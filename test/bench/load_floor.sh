@@ -10,7 +10,8 @@
 #   the same serially (max_parallel_workers_per_gather = 0).
 # Prints a table; the ratios are the load over each floor.
 #   test/bench/load_floor.sh [REPS] [N]    (default 5, 1000000; needs the
-#                                           extension installed and a server)
+#                                           extension installed and a server;
+#                                           KEEP_DB=1 keeps the database)
 # Not a test: the figures go to docs/.
 set -uo pipefail
 REPS=${1:-5}
@@ -67,4 +68,4 @@ printf '%-10s %16s %14s %14s %10s %10s\n' load "load, prefault off" "sum paralle
 printf '%-10s %16s %14s %14s %10s %10s\n' "$load" "$load0" "$par" "$ser" "${rpar}x" "${rser}x"
 echo "(parallel: up to $workers workers per gather)"
 rm -f "${TMPDIR:-/tmp}/load_floor.$$"
-q_db postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
+[ -n "${KEEP_DB:-}" ] || q_db postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
