@@ -47,7 +47,7 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-CUDA_HDRS = $(wildcard src/engine/*.h src/common/*.h cuda/*/*.h cuda/*/*.cuh)
+CUDA_HDRS = $(call tc_cuda_hdrs,)
 
 cuda/%.o: cuda/%.cu $(CUDA_HDRS)
 	$(NVCC) $(NVCC_FLAGS) $(TC_CUDA_INCLUDES) -c -o $@ $<

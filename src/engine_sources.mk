@@ -12,6 +12,11 @@ TC_CUDA_SRCS = runtime/device.cu runtime/join_state.cu runtime/fold.cu runtime/m
 	brute/brute_join.cu brute/blocks.cu brute/config.cu brute/prepare.cu brute/order.cu brute/prune.cu \
 	brute/tile_sm80.cu brute/tile_sm90.cu brute/recheck.cu
 
+# Every header a CUDA object may include, from the tree's root $(1) ("" at
+# the top, "../../" from test/bench): the CUDA objects depend on all of
+# them, so that none is linked after compiling against an older struct.
+tc_cuda_hdrs = $(wildcard $(1)src/engine/*.h $(1)src/common/*.h $(1)cuda/*/*.h $(1)cuda/*/*.cuh)
+
 # Include paths of the engine (and of everything nvcc builds).
 TC_ENGINE_INCLUDES = -I$(TC_SRC)/engine -I$(TC_SRC)/common
 TC_CUDA_INCLUDES = $(TC_ENGINE_INCLUDES) -I$(TC_CUDA)/common -I$(TC_CUDA)/runtime -I$(TC_CUDA)/grid -I$(TC_CUDA)/brute
