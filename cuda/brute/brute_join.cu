@@ -443,9 +443,11 @@ BruteRun::join_set(unsigned int split, bool shared)
 	for (unsigned long long k = 0; k * band_sq < nsq_all; k++)
 	{
 		/* a band the other GPUs have already taken whole is passed over unlisted */
-		if (sh != NULL && queue_band(sh) > (long long) k)
+		const long long at = sh != NULL ? queue_band(sh) : 0;
+
+		if (at > (long long) k)
 		{
-			k = (unsigned long long) queue_band(sh) - 1;
+			k = (unsigned long long) at - 1;
 			continue;
 		}
 		if ((st = join_band(k, k * band_sq, std::min(nsq_all, (k + 1) * band_sq), split, sh)) != TC_OK)
@@ -730,7 +732,7 @@ brute_one(void *ctx, TcGpuJoin **handle, const TcJoinParams *params, const TcSin
 	run.t0 = tc_now();
 	if ((st = gpu_join_begin(handle, args->a, params, share, index, sink, stats, err)) != TC_OK)
 		return st;
-	if ((st = fold_begin(*handle, args->a->n, err)) != TC_OK)
+	if ((st = fold_begin(*handle, args->a->n, args->b != NULL, err)) != TC_OK)
 		return st;
 	run.g = *handle;
 	run.a = args->a;

@@ -423,8 +423,8 @@ grid_one(void *ctx, TcGpuJoin **handle, const TcJoinParams *params, const TcSink
 
 	if ((st = gpu_join_begin(handle, a, params, share, index, sink, stats, err)) != TC_OK)
 		return st;
-	/* two sets have no fold (the engine's promise) */
-	if (b == NULL && (st = fold_begin(*handle, a->n, err)) != TC_OK)
+	/* two sets fold only the k nearest of a's points */
+	if ((st = fold_begin(*handle, a->n, b != NULL, err)) != TC_OK)
 		return st;
 	if (b != NULL && b->n >= (int64_t) INT32_MAX)
 	{

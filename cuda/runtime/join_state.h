@@ -226,6 +226,12 @@ struct TcGpuJoin
 	unsigned long long *f_key;
 	long long  *f_best;
 	long long  *f_ids;
+	/* the k nearest (TC_FOLD_NEAREST): k a point, a lock and the worst kept once full */
+	int		   *f_len;
+	int		   *f_lock;
+	double	   *f_worst;
+	double	   *f_ndist;
+	long long  *f_nwho;
 };
 
 #define CHECK(call) \
@@ -351,12 +357,15 @@ extern TcStatus device_digest(TcGpuJoin *g, const void *d_ptr, size_t bytes,
 							  unsigned long long *out, TcError *err);
 
 /*
- * The sink's fold (TcSink.fold), where it has one for these n points: its
+ * The sink's fold (TcSink.fold), where it has one for these n points (of
+ * a self-join, or a two-set join's a where two: the k nearest only): its
  * arrays onto the device at the join's start; each drained batch folded
  * there instead of copied out; the arrays back, and the fold marked done,
- * once every batch is (fold.cu).
+ * once every batch is (fold.cu).  The k nearest are declined where their
+ * arrays would take more than a quarter of the GPU memory left: the pairs
+ * then come to the sink.
  */
-extern TcStatus fold_begin(TcGpuJoin *g, int64_t n, TcError *err);
+extern TcStatus fold_begin(TcGpuJoin *g, int64_t n, bool two, TcError *err);
 extern TcStatus fold_pairs(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs,
 						   unsigned int count, TcJoinStats *stats, TcError *err);
 extern TcStatus fold_end(TcGpuJoin *g, TcError *err);

@@ -266,6 +266,12 @@ fold_copy(const TcDeviceFold *f, TcDeviceFold *mine)
 				(mine->best_key = (uint64_t *) malloc(m * sizeof(uint64_t))) != NULL;
 		case TC_FOLD_DBSCAN_TIES:
 			return (mine->best = (int64_t *) malloc(m * sizeof(int64_t))) != NULL;
+		case TC_FOLD_NEAREST:
+			/* each GPU makes its lists where it folds (fold_begin) */
+			mine->nb_len = NULL;
+			mine->nb_who = NULL;
+			mine->nb_dist = NULL;
+			return true;
 	}
 	return false;
 }
@@ -278,6 +284,15 @@ fold_release(TcFoldKind kind, TcDeviceFold *mine)
 	free(mine->best);
 	if (kind == TC_FOLD_DBSCAN_LINKS)
 		free(mine->best_key);
+	if (kind == TC_FOLD_NEAREST)
+	{
+		free(mine->nb_len);
+		free(mine->nb_who);
+		free(mine->nb_dist);
+		mine->nb_len = NULL;
+		mine->nb_who = NULL;
+		mine->nb_dist = NULL;
+	}
 	mine->deg = mine->parent = mine->best = NULL;
 }
 
@@ -292,14 +307,82 @@ uf_root(int64_t *parent, int64_t x)
 	return x;
 }
 
-/* The GPUs' folds into the caller's arrays, as one GPU's fold of every pair would be. */
-static void
+/*
+ * The k nearest of the GPUs that folded theirs (a GPU may have declined:
+ * its pairs reached the sink), each list sorted: merged a point at a
+ * time, the first k in (dist, id) order.
+ */
+static bool
+nearest_merge(MultiJoin *m, TcDeviceFold *f)
+{
+	const int	k = f->k;
+	const size_t rows = (size_t) (f->n > 0 ? f->n : 1);
+	int			pos[TC_MAX_DEVICES];
+
+	free(f->nb_len);
+	free(f->nb_who);
+	free(f->nb_dist);
+	f->nb_len = (int32_t *) malloc(rows * sizeof(int32_t));
+	f->nb_who = (int64_t *) malloc(rows * (size_t) k * sizeof(int64_t));
+	f->nb_dist = (double *) malloc(rows * (size_t) k * sizeof(double));
+	if (f->nb_len == NULL || f->nb_who == NULL || f->nb_dist == NULL)
+		return false;
+	for (int64_t i = 0; i < f->n; i++)
+	{
+		const size_t row = (size_t) i * (size_t) k;
+		int			len = 0;
+
+		memset(pos, 0, sizeof(pos));
+		while (len < k)
+		{
+			int			best = -1;
+			double		bd = 0;
+			int64_t		bw = 0;
+
+			for (int g = 0; g < m->n; g++)
+			{
+				const TcDeviceFold *x = &m->gpu[g].fold;
+
+				if (!x->folded || pos[g] >= x->nb_len[i])
+					continue;
+
+				double		d = x->nb_dist[row + pos[g]];
+				int64_t		w = x->nb_who[row + pos[g]];
+
+				if (best < 0 || d < bd || (d == bd && f->ids[w] < f->ids[bw]))
+				{
+					best = g;
+					bd = d;
+					bw = w;
+				}
+			}
+			if (best < 0)
+				break;
+			pos[best]++;
+			f->nb_dist[row + len] = bd;
+			f->nb_who[row + len] = bw;
+			len++;
+		}
+		f->nb_len[i] = len;
+	}
+	return true;
+}
+
+/*
+ * The GPUs' folds into the caller's arrays, as one GPU's fold of every
+ * pair would be; false where the k nearest's lists found no memory.
+ */
+static bool
 fold_merge(MultiJoin *m, TcDeviceFold *f)
 {
 	const int64_t n = f->n;
 
 	switch (f->kind)
 	{
+		case TC_FOLD_NEAREST:
+			if (!nearest_merge(m, f))
+				return false;
+			break;
 		case TC_FOLD_COUNT:
 			break;
 		case TC_FOLD_DEGREES:
@@ -352,6 +435,7 @@ fold_merge(MultiJoin *m, TcDeviceFold *f)
 			break;
 	}
 	f->folded = true;
+	return true;
 }
 
 /*
@@ -652,10 +736,21 @@ gpu_join_devices(TcGpuJoin **handle, GpuJoinOne one, void *ctx, const TcPoints *
 		return st;
 	if (m->folding)
 	{
+		int			folded = 0;
+
 		for (int i = 0; i < m->n; i++)
-			if (!m->gpu[i].fold.folded)
-				return TC_OK;	/* none folded on the device: the pairs reached the sink */
-		fold_merge(m, f);
+			folded += m->gpu[i].fold.folded;
+		/*
+		 * None folded: the pairs reached the sink.  Only the k nearest may
+		 * be folded by some GPUs and not others (each GPU's memory
+		 * decides), and they merge with the pairs the sink took.
+		 */
+		if ((folded == m->n || (folded > 0 && f->kind == TC_FOLD_NEAREST)) && !fold_merge(m, f))
+		{
+			err->status = TC_ERR_NOMEM;
+			snprintf(err->message, sizeof(err->message), "out of memory for the k nearest");
+			return TC_ERR_NOMEM;
+		}
 	}
 	return TC_OK;
 }

@@ -208,9 +208,18 @@ typedef enum TcFoldKind
 	TC_FOLD_DBSCAN_LINKS,		/* core pairs unite in parent; best_key (out): a non-core
 								 * point's least distance to a core neighbour, as an
 								 * unsigned key of the same order (-0 as +0) */
-	TC_FOLD_DBSCAN_TIES			/* best (in -1, out): the core neighbour of smallest id
+	TC_FOLD_DBSCAN_TIES,		/* best (in -1, out): the core neighbour of smallest id
 								 * among those at exactly best_key */
+	TC_FOLD_NEAREST				/* nb_len, nb_who, nb_dist (out): each point's k nearest
+								 * by (dist, id), nearest first; a self-join's pair feeds
+								 * both points (both), a two-set join's its point of a */
 } TcFoldKind;
+
+/*
+ * The most neighbours a point the device keeps (TC_FOLD_NEAREST): larger k
+ * takes the pairs on the host (its arrays would be n k entries a GPU).
+ */
+#define TC_FOLD_MAX_K 32
 
 typedef struct TcDeviceFold
 {
@@ -221,7 +230,18 @@ typedef struct TcDeviceFold
 	const bool *core;
 	uint64_t   *best_key;
 	int64_t    *best;
-	const int64_t *ids;
+	const int64_t *ids;			/* ties by id; TC_FOLD_NEAREST: the neighbours' (ids_n) */
+	int64_t		ids_n;
+	int			k;				/* TC_FOLD_NEAREST: 1 to TC_FOLD_MAX_K */
+	bool		both;
+	/*
+	 * TC_FOLD_NEAREST's answer, made by the back end that folds (malloc:
+	 * the caller frees them, set or not, after the join): nb_len n, nb_who
+	 * and nb_dist n k, point i's at i k, nb_who indices into ids.
+	 */
+	int32_t    *nb_len;
+	int64_t    *nb_who;
+	double	   *nb_dist;
 	bool		folded;			/* set by the GPU back end once it folded every pair */
 } TcDeviceFold;
 
@@ -476,16 +496,16 @@ extern TcGraph *tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids,
 								TcError *err);
 /*
  * TC_GRAPH_NEAREST: for each of the n_a points of a two-set join's first
- * set, its neighbours in the second, named by ids_b (ties by the smaller
- * id); k as above, the threads for large batches.  It takes the join's
+ * set, its neighbours in the second, named by ids_b (n_b of them; ties by
+ * the smaller id); k as above, the threads for large batches.  It takes the join's
  * (a, b) pairs, each from any back end (a CPU's workers through the
  * reducer where k > 0, or batches through tc_graph_emit), and
  * tc_graph_neighbors gives point i of a's list.  Memory: n_a lists, each
  * at most k long (every neighbour without k).  Its reducer relies on
  * reduce's split by points of a (TcSink).
  */
-extern TcGraph *tc_graph_create_nearest(int64_t n_a, const int64_t *ids_b, int k, int threads,
-										TcError *err);
+extern TcGraph *tc_graph_create_nearest(int64_t n_a, const int64_t *ids_b, int64_t n_b, int k,
+										int threads, TcError *err);
 /* Stops and joins the threads, frees everything; NULL is a no-op. */
 extern void tc_graph_destroy(TcGraph *g);
 /* Batches from this many pairs go to the threads (tests: a small one splits every batch). */
@@ -560,10 +580,12 @@ extern TcStatus tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, 
 
 /*
  * The fold (TcSink.fold) a GPU join may run on the device for the graph's
- * next join, or NULL (neighbour lists; out of memory: tc_graph_failed).
- * After each join, tc_graph_after_join says whether the graph needs one more
- * over the same points: DBSCAN's border ties, after links folded on the
- * device.
+ * next join, or NULL (neighbour lists without k or with k past
+ * TC_FOLD_MAX_K; out of memory: tc_graph_failed).  Call
+ * tc_graph_after_join after each join: it takes in what the device
+ * folded (a list's k nearest), and says whether the graph needs one more
+ * join over the same points: DBSCAN's border ties, after links folded on
+ * the device.
  */
 extern TcDeviceFold *tc_graph_fold(TcGraph *g);
 extern bool tc_graph_after_join(TcGraph *g);

@@ -78,7 +78,7 @@ typedef struct TcGpuJoin TcGpuJoin;
  * Join on the GPU along the given grid plan (plan->k == 0: brute force over
  * one cell), streaming pairs to sink: a with itself where b is NULL, else a
  * against b (each pair (i of a, j of b) once, TcPair.a = i, TcPair.b = j;
- * a and b may differ in element type; sink->fold must be NULL).  *handle
+ * a and b may differ in element type; sink->fold only TC_FOLD_NEAREST).  *handle
  * is set before anything is allocated, so that if sink leaves by longjmp
  * the caller can still release the GPU with tc_gpu_join_free(*handle).
  * stats is filled in as the join goes.

@@ -36,6 +36,7 @@ struct TcGraph
 	TcGraphKind kind;
 	int64_t		n;
 	const int64_t *ids;			/* TC_GRAPH_NEAREST: the second set's */
+	int64_t		ids_n;
 	int			k;				/* neighbours kept a point; 0: all */
 	atomic_bool failed;			/* out of memory growing a list (any thread) */
 
@@ -110,7 +111,8 @@ pool_start(TcGraph *g, int threads)
 
 /* n points' state; ids name the neighbours (the second set's in TC_GRAPH_NEAREST). */
 static TcGraph *
-graph_new(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int threads, TcError *err)
+graph_new(TcGraphKind kind, int64_t n, const int64_t *ids, int64_t ids_n, int k, int threads,
+		  TcError *err)
 {
 	TcGraph    *g = calloc(1, sizeof(TcGraph));
 	bool		ok = g != NULL;
@@ -120,6 +122,7 @@ graph_new(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int threads, T
 		g->kind = kind;
 		g->n = n;
 		g->ids = ids;
+		g->ids_n = ids_n;
 		g->k = k > 0 ? k : 0;
 		atomic_init(&g->failed, false);
 		if (kind == TC_GRAPH_DEGREES || kind == TC_GRAPH_DBSCAN)
@@ -162,19 +165,32 @@ tc_graph_create(TcGraphKind kind, int64_t n, const int64_t *ids, int k, int thre
 		}
 		return NULL;
 	}
-	return graph_new(kind, n, ids, k, threads, err);
+	return graph_new(kind, n, ids, n, k, threads, err);
 }
 
 TcGraph *
-tc_graph_create_nearest(int64_t n_a, const int64_t *ids_b, int k, int threads, TcError *err)
+tc_graph_create_nearest(int64_t n_a, const int64_t *ids_b, int64_t n_b, int k, int threads,
+						TcError *err)
 {
-	return graph_new(TC_GRAPH_NEAREST, n_a, ids_b, k, threads, err);
+	return graph_new(TC_GRAPH_NEAREST, n_a, ids_b, n_b, k, threads, err);
 }
 
 void
 tc_graph_set_split(TcGraph *g, size_t pairs)
 {
 	g->split = pairs > 0 ? pairs : 1;
+}
+
+/* The k nearest's lists a GPU back end made for the fold (malloc), once taken in. */
+static void
+free_nearest_fold(TcGraph *g)
+{
+	free(g->fold.nb_len);
+	free(g->fold.nb_who);
+	free(g->fold.nb_dist);
+	g->fold.nb_len = NULL;
+	g->fold.nb_who = NULL;
+	g->fold.nb_dist = NULL;
 }
 
 void
@@ -204,6 +220,7 @@ tc_graph_destroy(TcGraph *g)
 	free(g->best_dist);
 	free(g->lock);
 	free(g->best_key);
+	free_nearest_fold(g);
 	free(g);
 }
 
@@ -664,6 +681,7 @@ tc_graph_fold(TcGraph *g)
 {
 	TcDeviceFold *f = &g->fold;
 
+	free_nearest_fold(g);
 	memset(f, 0, sizeof(*f));
 	f->n = g->n;
 	f->ids = g->ids;
@@ -701,7 +719,15 @@ tc_graph_fold(TcGraph *g)
 			break;
 		case TC_GRAPH_NEIGHBORS:
 		case TC_GRAPH_NEAREST:
-			return NULL;
+			/* every neighbour (no k) or many: the lists on the host take the pairs */
+			if (g->k == 0 || g->k > TC_FOLD_MAX_K)
+				return NULL;
+			/* the lists come from the back end that keeps them (nb_len and the rest) */
+			f->kind = TC_FOLD_NEAREST;
+			f->ids_n = g->ids_n;
+			f->k = g->k;
+			f->both = g->kind == TC_GRAPH_NEIGHBORS;
+			break;
 	}
 	return f;
 }
@@ -712,6 +738,17 @@ tc_graph_after_join(TcGraph *g)
 	bool		folded = g->fold.folded;
 
 	g->fold.folded = false;
+	if (g->fold.kind == TC_FOLD_NEAREST)
+	{
+		const TcDeviceFold *f = &g->fold;
+
+		/* each point's k nearest as the device kept them, after any pairs the host took */
+		for (int64_t i = 0; folded && i < g->n && !g->failed; i++)
+			nb_add_sorted(&g->nb, i, f->nb_who + (size_t) i * (size_t) g->k,
+						  f->nb_dist + (size_t) i * (size_t) g->k, f->nb_len[i]);
+		free_nearest_fold(g);
+		return false;
+	}
 	if (g->kind == TC_GRAPH_DBSCAN && g->linking && !g->ties && folded)
 	{
 		g->ties = true;

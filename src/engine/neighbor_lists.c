@@ -220,6 +220,29 @@ nb_add_locked(NbLists *nl, int64_t i, int64_t other, double dist)
 	atomic_store_explicit(&h->lock, 0, memory_order_release);
 }
 
+void
+nb_add_sorted(NbLists *nl, int64_t i, const int64_t *other, const double *dist, int len)
+{
+	NbHead	   *h = nb_head(nl, i);
+
+	/*
+	 * An empty list with room for all: the worst first is already a
+	 * max-heap of them, so a row costs a copy (a million rows' k nearest
+	 * one by one were a heap step each).
+	 */
+	if (nl->k > 0 && h->len == 0 && len <= nl->k && (nl->rows != NULL || len == 0))
+	{
+		NbEntry    *x = nb_entries(nl, i);
+
+		for (int t = 0; t < len; t++)
+			x[t] = (NbEntry) {dist[len - 1 - t], other[len - 1 - t]};
+		h->len = len;
+		return;
+	}
+	for (int t = 0; t < len && !*nl->failed; t++)
+		nb_add(nl, i, other[t], dist[t]);
+}
+
 /* (dist, id) order of entries that hold their ids. */
 static int
 cmp_nb(const void *x, const void *y)

@@ -45,6 +45,12 @@ extern void nb_lists_free(NbLists *nl);
  */
 extern void nb_add(NbLists *nl, int64_t i, int64_t other, double dist);
 extern void nb_add_locked(NbLists *nl, int64_t i, int64_t other, double dist);
+/*
+ * Point i's len nearest (with k), nearest first: what a device kept for
+ * it (TC_FOLD_NEAREST), after any pairs nb_add gave it.
+ */
+extern void nb_add_sorted(NbLists *nl, int64_t i, const int64_t *other, const double *dist,
+						  int len);
 
 /*
  * Point i's neighbours, nearest first, ties by the smaller id: *len ids

@@ -278,6 +278,9 @@ tc_neighbors(PG_FUNCTION_ARGS)
 	if (!graph_begin(fcinfo, &gc, 4, TC_GRAPH_NEIGHBORS, k))
 		PG_RETURN_NULL();
 	graph_join(&gc);
+	/* the k nearest kept on the GPU, into the lists */
+	tc_graph_after_join(gc.graph);
+	graph_check(&gc, "for the neighbour lists", NULL);
 	for (int64 i = 0; i < gc.loaded.points.n; i++)
 	{
 		const int64_t *ids;
@@ -469,7 +472,8 @@ tc_nearest_rows(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params
 				Tuplestorestate *store, TupleDesc desc, MemoryContext mcxt, TcRunStats *rs)
 {
 	TcError		err;
-	TcGraph    *graph = tc_graph_create_nearest(a->points.n, b->ids, k, params->threads, &err);
+	TcGraph    *graph = tc_graph_create_nearest(a->points.n, b->ids, b->points.n, k,
+												  params->threads, &err);
 	double		t0;
 	TupleTableSlot *slot;
 	char	   *row;
@@ -481,10 +485,15 @@ tc_nearest_rows(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params
 	guard_graph(mcxt, graph);
 	memset(rs, 0, sizeof(*rs));
 	{
-		/* with k the CPU's workers keep each row's k nearest themselves; the GPU's come in chunks */
-		TcSink		to = {tc_graph_emit, NULL, graph, TC_GRAPH_BATCH_HINT, tc_graph_reducer(graph), NULL};
+		/*
+		 * With k the CPU's workers keep each row's k nearest themselves, and
+		 * a GPU on the device (the fold); the other pairs come in chunks.
+		 */
+		TcSink		to = {tc_graph_emit, NULL, graph, TC_GRAPH_BATCH_HINT, tc_graph_reducer(graph),
+		tc_graph_fold(graph)};
 
 		tc_run_join_sink(a, b, params, &to, mcxt, &rs->join);
+		tc_graph_after_join(graph);
 	}
 	if (tc_graph_failed(graph))
 		ereport(ERROR,

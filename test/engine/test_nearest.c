@@ -24,6 +24,7 @@
 typedef struct RefNearest
 {
 	int64_t		na;
+	int64_t		nb_n;			/* b's points */
 	int64_t    *len;			/* per point of a: its neighbours in b */
 	int64_t   **nb;				/* their indices in b, by (dist, id) */
 	double	  **nbd;
@@ -51,6 +52,7 @@ ref_nearest(RefNearest *r, TcMetric m, const TcPoints *a, const TcPoints *b, con
 	int64_t    *tmp = malloc(sizeof(int64_t) * (b->n + 1));
 
 	r->na = a->n;
+	r->nb_n = b->n;
 	r->len = calloc(a->n + 1, sizeof(int64_t));
 	r->nb = calloc(a->n + 1, sizeof(int64_t *));
 	r->nbd = calloc(a->n + 1, sizeof(double *));
@@ -126,7 +128,7 @@ nearest_by_join(const TcPoints *a, const TcPoints *b, const int64_t *ids_b,
 				const TcJoinParams *params, int k, bool reduce)
 {
 	TcError		err;
-	TcGraph    *g = tc_graph_create_nearest(a->n, ids_b, k, params->threads, &err);
+	TcGraph    *g = tc_graph_create_nearest(a->n, ids_b, b->n, k, params->threads, &err);
 	TcJoin	   *j;
 	TcStatus	st;
 
@@ -156,7 +158,7 @@ static TcGraph *
 nearest_by_batches(const RefNearest *r, const int64_t *ids_b, int k, int threads, Rng *rng)
 {
 	TcError		err;
-	TcGraph    *g = tc_graph_create_nearest(r->na, ids_b, k, threads, &err);
+	TcGraph    *g = tc_graph_create_nearest(r->na, ids_b, r->nb_n, k, threads, &err);
 	PairVec		pv = {0};
 
 	if (g == NULL)
@@ -183,6 +185,65 @@ nearest_by_batches(const RefNearest *r, const int64_t *ids_b, int k, int threads
 		p += m;
 	}
 	pairvec_free(&pv);
+	return g;
+}
+
+/*
+ * The reference's pairs as a GPU with the fold (TC_FOLD_NEAREST) hands
+ * them over: about half through emit (a GPU that declined the fold), the
+ * rest kept on the "device" as each point's k nearest of its share,
+ * sorted, which tc_graph_after_join takes in after the join.  k = 0 and
+ * k past TC_FOLD_MAX_K have no fold.
+ */
+static TcGraph *
+nearest_by_fold(const RefNearest *r, const int64_t *ids_b, int k, Rng *rng)
+{
+	TcError		err;
+	TcGraph    *g = tc_graph_create_nearest(r->na, ids_b, r->nb_n, k, 1, &err);
+	TcDeviceFold *f;
+
+	if (g == NULL)
+		return NULL;
+	f = tc_graph_fold(g);
+	if (k == 0 || k > TC_FOLD_MAX_K)
+	{
+		CHECK(f == NULL, "k=%d: a fold offered", k);
+		tc_graph_destroy(g);
+		return NULL;
+	}
+	CHECK(f != NULL && f->kind == TC_FOLD_NEAREST && f->k == k && !f->both &&
+		  f->ids_n == r->nb_n && f->ids == ids_b, "k=%d: no fold of the k nearest, or not as asked", k);
+	if (f == NULL)
+	{
+		tc_graph_destroy(g);
+		return NULL;
+	}
+	/* the back end makes the lists (the graph frees them) */
+	f->nb_len = malloc(sizeof(int32_t) * (size_t) (r->na + 1));
+	f->nb_who = malloc(sizeof(int64_t) * (size_t) (r->na + 1) * (size_t) k);
+	f->nb_dist = malloc(sizeof(double) * (size_t) (r->na + 1) * (size_t) k);
+	for (int64_t i = 0; i < r->na; i++)
+	{
+		int			kept = 0;
+
+		/* the reference's list is in (dist, id) order: the device's share keeps its first k */
+		for (int64_t t = 0; t < r->len[i]; t++)
+		{
+			TcPair		p = {i, r->nb[i][t], r->nbd[i][t]};
+
+			if (rng_below(rng, 2) == 0)
+				CHECK(tc_graph_emit(g, &p, 1) == 0, "emit asked to stop");
+			else if (kept < k)
+			{
+				f->nb_who[i * k + kept] = p.b;
+				f->nb_dist[i * k + kept] = p.dist;
+				kept++;
+			}
+		}
+		f->nb_len[i] = kept;
+	}
+	f->folded = true;
+	CHECK(!tc_graph_after_join(g), "k=%d: the nearest asked for one more join", k);
 	return g;
 }
 
@@ -286,6 +347,14 @@ nearest_case(int c, Rng *r)
 
 			if (g)
 				check_lists(g, &ref, ids_b, ks[ki], "shuffled batches");
+			tc_graph_destroy(g);
+		}
+		for (int ki = 0; ki < 4; ki++)
+		{
+			TcGraph    *g = nearest_by_fold(&ref, ids_b, ks[ki], r);
+
+			if (g)
+				check_lists(g, &ref, ids_b, ks[ki], "half folded on the device");
 			tc_graph_destroy(g);
 		}
 	}
@@ -438,7 +507,7 @@ iso_nearest_stop(void)
 	for (int reduce = 0; reduce < 2; reduce++)
 	{
 		TcJoinParams params = make_params(2.0, TC_METHOD_AUTO, 2, false);
-		TcGraph    *g = tc_graph_create_nearest(n, ids, 4, 2, &err);
+		TcGraph    *g = tc_graph_create_nearest(n, ids, n, 4, 2, &err);
 		TcJoin	   *j = tc_join_create(&a, &b, &params, &err);
 		TcSink		sink = {tc_graph_emit, stop_poll, g, TC_GRAPH_BATCH_HINT,
 		reduce ? tc_graph_reducer(g) : NULL, NULL};

@@ -178,6 +178,74 @@ graph_case(const char *label, const TcPoints *p, const int64_t *ids, TcJoinParam
 }
 
 /*
+ * tc_neighbors' lists with k (TC_GRAPH_NEIGHBORS): the GPU's, kept on the
+ * device up to TC_FOLD_MAX_K a point (no pair handed to the host), past it
+ * from every pair, against the CPU's, ids and dists bit for bit.
+ */
+static void
+neighbors_case(const char *label, const TcPoints *p, const int64_t *ids, TcJoinParams params,
+			   int k)
+{
+	TcGraph    *g[2];
+	TcStatus	st[2];
+	TcError		err[2];
+	uint64_t	pairs[2] = {0, 0},
+				emitted[2] = {0, 0};
+	int64_t		diff = 0,
+				listed = 0;
+
+	for (int dev = 0; dev < 2; dev++)
+	{
+		params.device = dev ? TC_DEVICE_GPU : TC_DEVICE_CPU;
+		memset(&err[dev], 0, sizeof(err[dev]));
+		g[dev] = tc_graph_create(TC_GRAPH_NEIGHBORS, p->n, ids, k, 4, &err[dev]);
+		st[dev] = g[dev] ? graph_join(p, params, g[dev], &pairs[dev], &emitted[dev], &err[dev]) :
+			TC_ERR_NOMEM;
+		if (st[dev] == TC_OK)
+			tc_graph_after_join(g[dev]);
+		if (st[dev] == TC_OK && tc_graph_failed(g[dev]))
+			st[dev] = TC_ERR_NOMEM;
+	}
+	for (int64_t i = 0; st[0] == TC_OK && st[1] == TC_OK && i < p->n; i++)
+	{
+		const int64_t *i0,
+				   *i1;
+		const double *d0,
+				   *d1;
+		int			l0,
+					l1;
+		int64_t		cpu_ids[TC_FOLD_MAX_K + 8];
+		double		cpu_d[TC_FOLD_MAX_K + 8];
+
+		/* a graph's answer is valid until its next read: keep the CPU's */
+		tc_graph_neighbors(g[0], i, &i0, &d0, &l0);
+		l0 = l0 < TC_FOLD_MAX_K + 8 ? l0 : TC_FOLD_MAX_K + 8;
+		memcpy(cpu_ids, i0, sizeof(int64_t) * l0);
+		memcpy(cpu_d, d0, sizeof(double) * l0);
+		tc_graph_neighbors(g[1], i, &i1, &d1, &l1);
+		listed += l1;
+		if ((l0 != l1 || (l0 > 0 && (memcmp(cpu_ids, i1, sizeof(int64_t) * l0) != 0 ||
+									 memcmp(cpu_d, d1, sizeof(double) * l0) != 0))) &&
+			diff++ == 0)
+			printf("  point %lld: cpu %d neighbours, gpu %d (first: %lld and %lld)\n",
+				   (long long) i, l0, l1, l0 ? (long long) cpu_ids[0] : -1LL,
+				   l1 ? (long long) i1[0] : -1LL);
+	}
+	if (st[0] != TC_OK || st[1] != TC_OK)
+		report(0, "graph %s neighbors k=%d: cpu %s (%s), gpu %s (%s)", label, k,
+			   tc_status_name(st[0]), err[0].message, tc_status_name(st[1]), err[1].message);
+	else
+		report(diff == 0 && pairs[0] == pairs[1] &&
+			   (k <= TC_FOLD_MAX_K ? emitted[1] == 0 : emitted[1] == pairs[1]),
+			   "graph %-22s neighbors  k %-3d pairs cpu %llu gpu %llu, %lld entries, %lld points "
+			   "differ, pairs handed to the host %llu", label, k, (unsigned long long) pairs[0],
+			   (unsigned long long) pairs[1], (long long) listed, (long long) diff,
+			   (unsigned long long) emitted[1]);
+	tc_graph_destroy(g[0]);
+	tc_graph_destroy(g[1]);
+}
+
+/*
  * n points of d dimensions, clustered with a fifth scattered, every fourth
  * point an exact copy of an earlier one; ids a permutation out of order.
  */
@@ -236,6 +304,9 @@ graph_cases(bool quick)
 			graph_case(cases[ci].label, &p, ids, params, kinds[ki], 0);
 		for (size_t mi = 0; mi < sizeof(min_points) / sizeof(min_points[0]); mi++)
 			graph_case(cases[ci].label, &p, ids, params, TC_GRAPH_DBSCAN, min_points[mi]);
+		neighbors_case(cases[ci].label, &p, ids, params, 1);
+		neighbors_case(cases[ci].label, &p, ids, params, 10);
+		neighbors_case(cases[ci].label, &p, ids, params, TC_FOLD_MAX_K + 1);
 		free(x);
 		free(ids);
 	}

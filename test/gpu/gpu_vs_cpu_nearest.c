@@ -17,14 +17,45 @@ is(const char *s, const char *want)
 	return s != NULL && strcmp(s, want) == 0;
 }
 
-/* One device's k nearest of b for each row of a (TC_GRAPH_NEAREST), as tc_join with k runs it. */
+/* The graph and the pairs its sink was handed (none where the GPU kept the k nearest). */
+typedef struct NearestSink
+{
+	TcGraph    *g;
+	uint64_t	emitted;
+} NearestSink;
+
+static int
+nearest_emit(void *arg, const TcPair *pairs, size_t count)
+{
+	NearestSink *ns = arg;
+
+	ns->emitted += count;
+	return tc_graph_emit(ns->g, pairs, count);
+}
+
+/* The CPU's workers reduce with the graph as their argument. */
+static void
+nearest_reduce(void *arg, int64_t a, int64_t b, double dist)
+{
+	NearestSink *ns = arg;
+
+	tc_graph_reducer(ns->g) (ns->g, a, b, dist);
+}
+
+/*
+ * One device's k nearest of b for each row of a (TC_GRAPH_NEAREST), as
+ * tc_join with k runs it: the CPU's workers keep each row's k nearest
+ * (reduce), a GPU on the device (the fold) where k allows; *emitted: the
+ * pairs handed to the host.
+ */
 static TcGraph *
 nearest(const TcPoints *a, const TcPoints *b, const int64_t *ids_b, TcJoinParams params, int k,
-		TcJoinStats *stats, TcError *err)
+		TcJoinStats *stats, uint64_t *emitted, TcError *err)
 {
-	TcGraph    *g = tc_graph_create_nearest(a->n, ids_b, k, 4, err);
-	/* the CPU's workers keep each row's k nearest (reduce); the GPU's pairs come by emit */
-	TcSink		sink = {tc_graph_emit, NULL, g, TC_GRAPH_BATCH_HINT, g ? tc_graph_reducer(g) : NULL, NULL};
+	TcGraph    *g = tc_graph_create_nearest(a->n, ids_b, b->n, k, 4, err);
+	NearestSink ns = {g, 0};
+	TcSink		sink = {nearest_emit, NULL, &ns, TC_GRAPH_BATCH_HINT,
+		g && tc_graph_reducer(g) ? nearest_reduce : NULL, g ? tc_graph_fold(g) : NULL};
 	TcJoin	   *j;
 	TcStatus	st;
 
@@ -40,6 +71,9 @@ nearest(const TcPoints *a, const TcPoints *b, const int64_t *ids_b, TcJoinParams
 		note_gpus(st, stats);
 	}
 	tc_join_destroy(j);
+	if (st == TC_OK)
+		tc_graph_after_join(g);
+	*emitted = ns.emitted;
 	if (st != TC_OK || tc_graph_failed(g))
 	{
 		if (st == TC_OK)
@@ -104,12 +138,16 @@ nearest_compare(const TcPoints *a, const TcPoints *b, const int64_t *ids, TcJoin
 	int64_t		diff = 0,
 				refbad = 0,
 				listed = 0;
+	uint64_t	em1 = 0,
+				em2 = 0;
+	/* the GPU keeps up to TC_FOLD_MAX_K a row on the device: no pair crosses */
+	const bool	folds = k <= TC_FOLD_MAX_K;
 	const char *want = params.method == TC_METHOD_BRUTE ? "brute" : "grid";
 
 	params.device = TC_DEVICE_CPU;
-	g1 = nearest(a, b, ids, params, k, &s1, &e1);
+	g1 = nearest(a, b, ids, params, k, &s1, &em1, &e1);
 	params.device = TC_DEVICE_GPU;
-	g2 = nearest(a, b, ids, params, k, &s2, &e2);
+	g2 = nearest(a, b, ids, params, k, &s2, &em2, &e2);
 	for (int64_t i = 0; g1 != NULL && g2 != NULL && i < a->n; i++)
 	{
 		const int64_t *i1,
@@ -134,12 +172,15 @@ nearest_compare(const TcPoints *a, const TcPoints *b, const int64_t *ids, TcJoin
 		report(0, "nearest %s d=%d k=%d: cpu %s, gpu %s", want, a->d, k, g1 ? "ran" : e1.message,
 			   g2 ? "ran" : e2.message);
 	else
-		report(diff == 0 && refbad == 0 && is(s2.device, "gpu") && is(s2.method, want),
+		report(diff == 0 && refbad == 0 && is(s2.device, "gpu") && is(s2.method, want) &&
+			   (folds ? em2 == 0 : em2 == s2.pairs) && s1.pairs == s2.pairs,
 			   "nearest %-5s na=%lld nb=%lld d=%d eps=%.4g k=%d: %lld entries, %lld rows differ, "
-			   "%lld rows unlike the contract's; gpu %s, %s, pairs %llu", want, (long long) a->n,
+			   "%lld rows unlike the contract's; gpu %s, %s, pairs %llu (cpu %llu), handed to the "
+			   "host %llu (%s)", want, (long long) a->n,
 			   (long long) b->n, a->d, params.eps, k, (long long) listed, (long long) diff,
 			   (long long) refbad, s2.device ? s2.device : "-", s2.method ? s2.method : "-",
-			   (unsigned long long) s2.pairs);
+			   (unsigned long long) s2.pairs, (unsigned long long) s1.pairs,
+			   (unsigned long long) em2, folds ? "kept on the device" : "every pair");
 	tc_graph_destroy(g1);
 	tc_graph_destroy(g2);
 }
@@ -175,6 +216,8 @@ nearest_cases(bool quick)
 		}
 		nearest_compare(&a, &b, ids, params, 1);
 		nearest_compare(&a, &b, ids, params, 5);
+		/* past the device's lists: the pairs come to the host */
+		nearest_compare(&a, &b, ids, params, TC_FOLD_MAX_K + 1);
 		free(ids);
 		free(x);
 	}
