@@ -135,6 +135,11 @@ split_rule_case(void)
 		TcPoints	p = {x, 2000, 2, TC_FLOAT4};
 
 		take_devices(&params);
+		/* 'all' is an empty list, which run_join would take again, with split=all */
+		for (int i = 0; params.ndevices == 0 && i < listed_count(); i++)
+			params.devices[i] = listed(i);
+		if (params.ndevices == 0)
+			params.ndevices = listed_count();
 		params.overrides.split_all = false;
 		st = run_join(&p, NULL, params, &c, &s, &err);
 		params.device = TC_DEVICE_CPU;
