@@ -20,7 +20,7 @@ CUDA_OBJS =
 endif
 
 MODULE_big = tcjoin
-OBJS = src/pg/module.o src/pg/functions.o src/pg/stats.o src/pg/load.o src/pg/vector_parse.o src/pg/output.o src/pg/graphs.o src/pg/prewarm.o src/pg/sky.o \
+OBJS = src/pg/module.o src/pg/functions.o src/pg/stats.o src/pg/load.o src/pg/load_direct.o src/pg/vector_parse.o src/pg/output.o src/pg/graphs.o src/pg/prewarm.o src/pg/sky.o \
 	$(patsubst %.c,src/engine/%.o,$(ENGINE_C)) $(CUDA_OBJS)
 # every version's script and the upgrades between them
 DATA = $(sort $(wildcard tcjoin--*.sql))

@@ -14,6 +14,7 @@
 #ifndef TCJOIN_ENGINE_H
 #define TCJOIN_ENGINE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -121,6 +122,7 @@ typedef struct TcOverrides
 	double		batch_rate;		/* GPU: first batch's pairs per unit (0: 1) */
 	bool		trace;			/* GPU: each batch's times on stderr */
 	bool		no_prefault;	/* loading: the matrix's pages faulted by its writes only */
+	bool		no_direct_load; /* loading: through SPI even where the pages could be read */
 	TcDotFilterKind dot_filter; /* CPU brute force's dot-product filter */
 	bool		split_all;		/* several GPUs: every one listed, however small the join */
 	uint32_t	band_squares;	/* GPU brute force: squares of tiles a band at most (0: the default) */
@@ -435,6 +437,13 @@ extern void tc_device_prewarm_wait(void);
 typedef struct TcPrefault TcPrefault;
 extern TcPrefault *tc_prefault_start(void *buf, size_t bytes, int threads);
 extern void tc_prefault_stop(TcPrefault *pf);
+
+/*
+ * Start a thread with every signal blocked, as the engine's own are (the
+ * host's signal handlers then run on its thread alone); pthread_create's
+ * result, 0: started.  engine.c.
+ */
+extern int	tc_start_thread(pthread_t *th, void *(*fn) (void *), void *arg);
 
 /*
  * malloc for a large buffer filled at once, its whole 2 MB pages marked

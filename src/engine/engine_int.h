@@ -202,8 +202,6 @@ extern void tc_uf_unite(_Atomic int64_t *parent, int64_t a, int64_t b);
 /* params->devices resolved: every GPU for "all", each listed one checked (devices.c). */
 extern TcStatus tc_devices_resolve(TcJoinParams *params, TcError *err);
 
-/* Start a thread with every signal blocked (engine.c); pthread_create's result, 0: started. */
-extern int	tc_start_thread(pthread_t *th, void *(*fn) (void *), void *arg);
 
 /*
  * The contract's squared norms of p's points into *out (malloc'd; set 0 is

@@ -12,6 +12,7 @@
  *	  batch_rate=R		(0 < R <= 1; 0 for the default)
  *	  trace=on|off
  *	  prefault=on|off
+ *	  direct_load=on|off
  *	  dot_filter=auto|float32|int8|int8-portable
  *	  split=auto|all	(several GPUs: as many as pay, or every one listed)
  *	  band_squares=N	(0 for the default; N > 0: that many squares of tiles a band at most)
@@ -126,12 +127,12 @@ parse_item(const char *key, const char *value, TcOverrides *out, char *msg, size
 		choices = split_choices;
 	else if (strcmp(key, "recheck_group") == 0 || strcmp(key, "clusters") == 0 ||
 			 strcmp(key, "pingpong") == 0 || strcmp(key, "trace") == 0 ||
-			 strcmp(key, "prefault") == 0)
+			 strcmp(key, "prefault") == 0 || strcmp(key, "direct_load") == 0)
 		choices = onoff_choices;
 	else
 	{
 		snprintf(msg, msglen, "unknown override \"%s\" (known: tile_kernel, recheck, "
-				 "recheck_group, clusters, pingpong, filter_bound, batch_rate, trace, prefault, dot_filter, split, band_squares)", key);
+				 "recheck_group, clusters, pingpong, filter_bound, batch_rate, trace, prefault, direct_load, dot_filter, split, band_squares)", key);
 		return false;
 	}
 	if (!pick(choices, value, &v))
@@ -158,6 +159,8 @@ parse_item(const char *key, const char *value, TcOverrides *out, char *msg, size
 		out->no_pingpong = v == 0;
 	else if (strcmp(key, "prefault") == 0)
 		out->no_prefault = v == 0;
+	else if (strcmp(key, "direct_load") == 0)
+		out->no_direct_load = v == 0;
 	else
 		out->trace = v != 0;
 	return true;

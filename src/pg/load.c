@@ -39,37 +39,13 @@
 #include "utils/syscache.h"
 
 #include "load.h"
+#include "load_int.h"
 #include "tcjoin.h"
 #include "vector_parse.h"
 
 /* A first matrix this large has its pages made present by helper threads. */
 #define TC_PREFAULT_MIN_BYTES ((Size) 32 << 20)
 #define TC_PREFAULT_THREADS 4
-
-/* What the vector column holds, and so how a value's bytes are read. */
-typedef enum VecKind
-{
-	VEC_ARRAY,					/* real[] or double precision[] */
-	VEC_PGVECTOR,				/* pgvector's vector: float elements */
-	VEC_HALFVEC					/* pgvector's halfvec: binary16, widened to float */
-} VecKind;
-
-typedef struct LoadReceiver
-{
-	DestReceiver pub;
-	MemoryContext mcxt;
-	TcLoaded   *out;
-	Oid			id_type;
-	TcElemType	type;
-	int32		d;				/* 0 until the first row */
-	double		expect;			/* the planner's row count (<= 0: unknown) */
-	int64		n;
-	int64		cap;
-	char	   *data;
-	int64	   *ids;
-	TcPrefault *prefault;		/* helpers zeroing the matrix's pages ahead */
-	VecKind		kind;
-} LoadReceiver;
 
 /* vector_parse.c's fixed offset, as PostgreSQL lays an array out */
 StaticAssertDecl(TC_VEC_VALUES_NONULLS == ARR_OVERHEAD_NONULLS(1) - VARHDRSZ,
@@ -94,8 +70,8 @@ advise_huge_pages(void *p, Size bytes)
 #endif
 }
 
-static void
-grow(LoadReceiver *r)
+void
+tc_load_grow(LoadReceiver *r)
 {
 	int64		newcap = r->cap > 0 ? r->cap * 2 : 1024;
 	Size		rowbytes = (Size) r->d * (Size) r->type;
@@ -144,7 +120,8 @@ grow(LoadReceiver *r)
 	 */
 	tc_prefault_stop(r->prefault);
 	r->prefault = NULL;
-	if (r->n == 0 && (Size) newcap * rowbytes >= TC_PREFAULT_MIN_BYTES && !tc_overrides.no_prefault)
+	if (r->n == 0 && (Size) newcap * rowbytes >= TC_PREFAULT_MIN_BYTES && !tc_overrides.no_prefault &&
+		!r->no_prefault)
 	{
 		/*
 		 * The scan keeps a core of its own, and on fewer than 4 cores no
@@ -160,9 +137,12 @@ grow(LoadReceiver *r)
 	}
 }
 
-/* Copy one vector into row r->n, checking its shape and values. */
-static void
-append_vector(LoadReceiver *r, Datum datum, int64 id)
+/*
+ * Check one vector and copy it into row `row` of the matrix, with its id
+ * (the first sets d; the matrix grows to hold the row).
+ */
+void
+tc_load_put(LoadReceiver *r, Datum datum, int64 id, int64 row)
 {
 	struct varlena *v = (struct varlena *) DatumGetPointer(datum);
 	struct varlena *detoasted = NULL;
@@ -233,14 +213,14 @@ append_vector(LoadReceiver *r, Datum datum, int64 id)
 						   (long long) id, lay.dim, r->d)));
 	rowbytes = (Size) lay.dim * (Size) r->type;
 
-	if (r->n == r->cap)
-		grow(r);
-	dst = r->data + (Size) r->n * rowbytes;
+	while (row >= r->cap)
+		tc_load_grow(r);
+	dst = r->data + (Size) row * rowbytes;
 	if (r->kind == VEC_HALFVEC)
 		tc_half_to_float((float *) dst, lay.values, lay.dim);
 	else
 		memcpy(dst, lay.values, rowbytes);
-	r->ids[r->n] = id;
+	r->ids[row] = id;
 
 	/* Checked in the aligned copy. */
 	if (!tc_vector_finite(dst, lay.dim, (size_t) r->type, &bad_elem, &is_nan))
@@ -257,9 +237,16 @@ append_vector(LoadReceiver *r, Datum datum, int64 id)
 				 errdetail("Row with id %lld has an infinite value at element %d.",
 						   (long long) id, bad_elem)));
 	}
-	r->n++;
 	if (detoasted)
 		pfree(detoasted);
+}
+
+/* Copy one vector into the next row. */
+static void
+append_vector(LoadReceiver *r, Datum datum, int64 id)
+{
+	tc_load_put(r, datum, id, r->n);
+	r->n++;
 }
 
 static bool
@@ -409,6 +396,19 @@ check_duplicate_ids(const TcLoaded *out)
 	pfree(used);
 }
 
+/* The loaded matrix into out, its ids checked distinct unless an index proves them so. */
+static void
+finish_load(TcLoaded *out, const LoadReceiver *r, bool ids_unique)
+{
+	out->points.data = r->data;
+	out->points.n = r->n;
+	out->points.d = r->d > 0 ? r->d : 1;
+	out->points.type = r->type;
+	out->ids = r->ids;
+	if (!ids_unique)
+		check_duplicate_ids(out);
+}
+
 /*
  * pgvector's type name in the schema its extension was created in, or
  * InvalidOid where pgvector is not installed: it is found at run time, never
@@ -476,6 +476,7 @@ tc_load(Oid relid, const char *vector_column, const char *id_column,
 	Oid			vec_type;
 	Oid			id_type;
 	AttrNumber	id_attnum;
+	AttrNumber	vec_attnum;
 	bool		ids_unique;
 	LoadReceiver r;
 	StringInfoData sql;
@@ -501,7 +502,7 @@ tc_load(Oid relid, const char *vector_column, const char *id_column,
 						out->relname)));
 
 	out->vec_column = MemoryContextStrdup(mcxt, vector_column);
-	user_column(relid, out->relname, vector_column, &vec_type);
+	vec_attnum = user_column(relid, out->relname, vector_column, &vec_type);
 	vector_kind(vec_type, vector_column, &kind, &elem);
 
 	if (id_column == NULL)
@@ -544,15 +545,28 @@ tc_load(Oid relid, const char *vector_column, const char *id_column,
 	ids_unique = (relkind == RELKIND_PARTITIONED_TABLE || !rel->rd_rel->relhassubclass) &&
 		has_unique_index(rel, id_attnum);
 
+	memset(&r, 0, sizeof(r));
+	r.expect = relkind == RELKIND_RELATION || relkind == RELKIND_MATVIEW ?
+		rel->rd_rel->reltuples : -1;
+	r.mcxt = mcxt;
+	r.out = out;
+	r.id_type = id_type;
+	r.type = elem;
+	r.kind = kind;
+	/* a plain table's pages read by threads (load_direct.c), else SPI */
+	if (tc_load_direct(&r, rel, id_attnum, vec_attnum))
+	{
+		relation_close(rel, NoLock);
+		finish_load(out, &r, ids_unique);
+		return;
+	}
+
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "SELECT %s, %s FROM %s",
 					 quote_identifier(id_column),
 					 quote_identifier(vector_column),
 					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 												RelationGetRelationName(rel)));
-	memset(&r, 0, sizeof(r));
-	r.expect = relkind == RELKIND_RELATION || relkind == RELKIND_MATVIEW ?
-		rel->rd_rel->reltuples : -1;
 	/* Keep the lock to the end of the transaction, as a SELECT would. */
 	relation_close(rel, NoLock);
 
@@ -561,11 +575,6 @@ tc_load(Oid relid, const char *vector_column, const char *id_column,
 	r.pub.rShutdown = load_shutdown;
 	r.pub.rDestroy = load_destroy;
 	r.pub.mydest = DestNone;
-	r.mcxt = mcxt;
-	r.out = out;
-	r.id_type = id_type;
-	r.type = elem;
-	r.kind = kind;
 
 	memset(&opts, 0, sizeof(opts));
 	opts.read_only = true;
@@ -590,13 +599,5 @@ tc_load(Oid relid, const char *vector_column, const char *id_column,
 			 out->relname, SPI_result_code_string(rc));
 	SPI_finish();
 	pfree(sql.data);
-
-	out->points.data = r.data;
-	out->points.n = r.n;
-	out->points.d = r.d > 0 ? r.d : 1;
-	out->points.type = r.type;
-	out->ids = r.ids;
-
-	if (!ids_unique)
-		check_duplicate_ids(out);
+	finish_load(out, &r, ids_unique);
 }

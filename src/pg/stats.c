@@ -88,8 +88,9 @@ tc_record_stats(int64 n, int d, double eps, const TcRunStats *rs,
 	memset(ls, 0, sizeof(*ls));
 	ls->valid = true;
 	ls->userid = GetUserId();
-	strlcpy(ls->device, rs->join.device, sizeof(ls->device));
-	strlcpy(ls->method, rs->join.method, sizeof(ls->method));
+	/* a graph of no rows ran no join: nothing to name */
+	strlcpy(ls->device, rs->join.device ? rs->join.device : "none", sizeof(ls->device));
+	strlcpy(ls->method, rs->join.method ? rs->join.method : "none", sizeof(ls->method));
 	ls->tensor_cores = rs->join.tensor_cores;
 	strlcpy(ls->filter, rs->join.filter ? rs->join.filter : "none", sizeof(ls->filter));
 	ls->threads = rs->join.threads;

@@ -4,8 +4,9 @@
 # runs each of
 #   tc_selfjoin(..., 1e-7, method => 'grid') on the CPU: its load_ms
 #     (tc_last_stats(); no pair is within 1e-7, so the join is short),
-#     as built and with the developer override prefault=off (the matrix's
-#     pages faulted by the scan's own writes),
+#     as built (a plain table's pages read by the backend and helper
+#     threads, src/pg/load_direct.c) and with the developer override
+#     direct_load=off (through SPI, as views and row-level security read),
 #   SELECT sum(vec[128]) FROM t with PostgreSQL's parallel workers, and
 #   the same serially (max_parallel_workers_per_gather = 0).
 # Prints a table; the ratios are the load over each floor.
@@ -50,7 +51,7 @@ SET tcjoin.device = cpu;
 SELECT sum(vec[128]) FROM t \\g /dev/null
 SELECT count(*) FROM tc_selfjoin('t', 'vec', 1e-7, method => 'grid') \\g /dev/null
 CREATE TEMP TABLE l AS SELECT * FROM loads($REPS, '') ms;
-CREATE TEMP TABLE l0 AS SELECT * FROM loads($REPS, 'prefault=off') ms;
+CREATE TEMP TABLE l0 AS SELECT * FROM loads($REPS, 'direct_load=off') ms;
 CREATE TEMP TABLE p AS SELECT * FROM runs('SELECT sum(vec[128]) FROM t', $REPS) ms;
 SET max_parallel_workers_per_gather = 0;
 CREATE TEMP TABLE s AS SELECT * FROM runs('SELECT sum(vec[128]) FROM t', $REPS) ms;
@@ -64,7 +65,7 @@ SELECT round(a::numeric, 1), round(a0::numeric, 1), round(b::numeric, 1), round(
                (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) FROM s) c) x;
 SQL
 read -r load load0 par ser rpar rser workers <"${TMPDIR:-/tmp}/load_floor.$$"
-printf '%-10s %16s %14s %14s %10s %10s\n' load "load, prefault off" "sum parallel" "sum serial" "/parallel" "/serial"
+printf '%-10s %16s %14s %14s %10s %10s\n' load "load, through SPI" "sum parallel" "sum serial" "/parallel" "/serial"
 printf '%-10s %16s %14s %14s %10s %10s\n' "$load" "$load0" "$par" "$ser" "${rpar}x" "${rser}x"
 echo "(parallel: up to $workers workers per gather)"
 rm -f "${TMPDIR:-/tmp}/load_floor.$$"
