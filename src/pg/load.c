@@ -73,6 +73,7 @@ advise_huge_pages(void *p, Size bytes)
 void
 tc_load_grow(LoadReceiver *r)
 {
+	const bool	first = r->cap == 0;
 	int64		newcap = r->cap > 0 ? r->cap * 2 : 1024;
 	Size		rowbytes = (Size) r->d * (Size) r->type;
 
@@ -120,8 +121,7 @@ tc_load_grow(LoadReceiver *r)
 	 */
 	tc_prefault_stop(r->prefault);
 	r->prefault = NULL;
-	if (r->n == 0 && (Size) newcap * rowbytes >= TC_PREFAULT_MIN_BYTES && !tc_overrides.no_prefault &&
-		!r->no_prefault)
+	if (first && (Size) newcap * rowbytes >= TC_PREFAULT_MIN_BYTES && !tc_overrides.no_prefault)
 	{
 		/*
 		 * The scan keeps a core of its own, and on fewer than 4 cores no

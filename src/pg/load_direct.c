@@ -27,6 +27,7 @@
 #include "postgres.h"
 
 #include <sched.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 
 #include "access/heapam.h"
@@ -53,9 +54,13 @@
  * scan does, instead of spreading over shared buffers.
  */
 #define DIRECT_SLOTS 16
-#define DIRECT_MAX_HELPERS 8
+/*
+ * Helpers beside the backend: three kept up with its pages on 16 cores,
+ * and more only slowed it (their polling of the ring).
+ */
+#define DIRECT_MAX_HELPERS 3
 /* A helper's spins on an empty ring before it sleeps. */
-#define DIRECT_SPINS 2000
+#define DIRECT_SPINS 64
 
 /* What became of a tuple. */
 typedef enum DirectTuple
@@ -84,8 +89,10 @@ typedef struct Direct
 	AttrNumber	id_att;
 	AttrNumber	vec_att;
 	Slot	   *slots;
-	_Atomic uint64 published;	/* slots handed out (the backend's count) */
-	_Atomic uint64 claimed;		/* slots taken by a thread */
+	/* on lines of their own: the helpers poll them while the backend writes */
+	alignas(64) _Atomic uint64 published;	/* slots handed out (the backend's count) */
+	alignas(64) _Atomic uint64 claimed; /* slots taken by a thread */
+	alignas(64) char pad;
 	uint64		released;		/* slots the backend is done with */
 	atomic_bool quit;
 	atomic_int	sleepers;
@@ -466,7 +473,8 @@ direct_scan(Direct *dc, TableScanDesc scan)
 				start_helpers(dc);
 			continue;
 		}
-		atomic_fetch_add_explicit(&dc->published, 1, memory_order_release);
+		/* seq_cst: ordered before wake_helpers reads the sleepers */
+		atomic_fetch_add(&dc->published, 1);
 		wake_helpers(dc);
 		if (dc->started == 0)
 			take_slot(dc);
@@ -482,11 +490,14 @@ bool
 tc_load_direct(LoadReceiver *r, Relation rel, AttrNumber id_att, AttrNumber vec_att)
 {
 	Direct	   *dc;
+	void	   *dc_alloc;
 	TableScanDesc scan;
 
 	if (!direct_applies(rel, id_att, vec_att))
 		return false;
-	dc = palloc0(sizeof(Direct));
+	/* 64-byte aligned, as its polled counters ask */
+	dc_alloc = palloc0(sizeof(Direct) + 64);
+	dc = (Direct *) TYPEALIGN(64, dc_alloc);
 	dc->slots = palloc_extended(sizeof(Slot) * DIRECT_SLOTS, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	dc->r = r;
 	dc->rel = rel;
@@ -501,8 +512,6 @@ tc_load_direct(LoadReceiver *r, Relation rel, AttrNumber id_att, AttrNumber vec_
 	pthread_cond_init(&dc->cv, NULL);
 	for (int i = 0; i < DIRECT_SLOTS; i++)
 		dc->slots[i].buf = InvalidBuffer;
-	/* the helpers fault the matrix's pages as they fill them */
-	r->no_prefault = true;
 
 	/* the active snapshot, as SPI's read-only query would take */
 	scan = table_beginscan_strat(rel, GetActiveSnapshot(), 0, NULL, true, false);
@@ -523,6 +532,6 @@ tc_load_direct(LoadReceiver *r, Relation rel, AttrNumber id_att, AttrNumber vec_
 	if (dc->holes)
 		pfree(dc->holes);
 	pfree(dc->slots);
-	pfree(dc);
+	pfree(dc_alloc);
 	return true;
 }

@@ -36,7 +36,6 @@ typedef struct LoadReceiver
 	char	   *data;
 	int64	   *ids;
 	TcPrefault *prefault;		/* helpers zeroing the matrix's pages ahead */
-	bool		no_prefault;	/* none: the direct read's helpers fault the pages */
 	VecKind		kind;
 } LoadReceiver;
 
