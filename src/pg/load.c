@@ -41,7 +41,6 @@
 #include "load.h"
 #include "load_int.h"
 #include "tcjoin.h"
-#include "vector_parse.h"
 
 /* A first matrix this large has its pages made present by helper threads. */
 #define TC_PREFAULT_MIN_BYTES ((Size) 32 << 20)
@@ -146,8 +145,6 @@ tc_load_put(LoadReceiver *r, Datum datum, int64 id, int64 row)
 {
 	struct varlena *v = (struct varlena *) DatumGetPointer(datum);
 	struct varlena *detoasted = NULL;
-	const char *body;
-	Size		len;
 	TcVectorLayout lay;
 	char	   *dst;
 	Size		rowbytes;
@@ -157,18 +154,7 @@ tc_load_put(LoadReceiver *r, Datum datum, int64 id, int64 row)
 	/* Compressed, external or expanded: flatten (rare for short vectors). */
 	if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v))
 		v = detoasted = pg_detoast_datum(v);
-	if (VARATT_IS_SHORT(v))
-	{
-		body = VARDATA_SHORT(v);
-		len = VARSIZE_SHORT(v) - VARHDRSZ_SHORT;
-	}
-	else
-	{
-		body = VARDATA(v);
-		len = VARSIZE(v) - VARHDRSZ;
-	}
-	switch (r->kind == VEC_ARRAY ? tc_vector_parse(body, len, (size_t) r->type, &lay) :
-			tc_pgvector_parse(body, len, r->kind == VEC_HALFVEC ? 2 : 4, &lay))
+	switch (tc_load_parse(r, v, &lay))
 	{
 		case TC_VEC_OK:
 			break;

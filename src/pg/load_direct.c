@@ -45,7 +45,6 @@
 
 #include "load_int.h"
 #include "tcjoin.h"
-#include "vector_parse.h"
 
 /*
  * Pages in flight: their pins, and the slots the helpers take.  Fewer than
@@ -158,8 +157,6 @@ copy_tuple(const Direct *dc, HeapTupleHeader t, int64 row)
 {
 	const LoadReceiver *r = dc->r;
 	const struct varlena *v;
-	const char *body;
-	Size		len;
 	int64		id = 0;
 	TcVectorLayout lay;
 	char	   *dst;
@@ -170,19 +167,7 @@ copy_tuple(const Direct *dc, HeapTupleHeader t, int64 row)
 		return TUP_BACKEND;
 	if (v == NULL)
 		return TUP_HOLE;
-	if (VARATT_IS_SHORT(v))
-	{
-		body = VARDATA_SHORT(v);
-		len = VARSIZE_SHORT(v) - VARHDRSZ_SHORT;
-	}
-	else
-	{
-		body = VARDATA(v);
-		len = VARSIZE(v) - VARHDRSZ;
-	}
-	if ((r->kind == VEC_ARRAY ? tc_vector_parse(body, len, (size_t) r->type, &lay) :
-		 tc_pgvector_parse(body, len, r->kind == VEC_HALFVEC ? 2 : 4, &lay)) != TC_VEC_OK ||
-		lay.dim != r->d)
+	if (tc_load_parse(r, v, &lay) != TC_VEC_OK || lay.dim != r->d)
 		return TUP_BACKEND;
 	dst = r->data + (Size) row * (Size) r->d * (Size) r->type;
 	if (r->kind == VEC_HALFVEC)

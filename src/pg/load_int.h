@@ -13,6 +13,7 @@
 
 #include "engine.h"
 #include "load.h"
+#include "vector_parse.h"
 
 /* What the vector column holds, and so how a value's bytes are read. */
 typedef enum VecKind
@@ -38,6 +39,20 @@ typedef struct LoadReceiver
 	TcPrefault *prefault;		/* helpers zeroing the matrix's pages ahead */
 	VecKind		kind;
 } LoadReceiver;
+
+/*
+ * An inline (not compressed, not out-of-line) value of the vector column
+ * parsed as r's kind: its layout, or why not.
+ */
+static inline TcVectorStatus
+tc_load_parse(const LoadReceiver *r, const struct varlena *v, TcVectorLayout *lay)
+{
+	const char *body = VARATT_IS_SHORT(v) ? VARDATA_SHORT(v) : VARDATA(v);
+	Size		len = VARATT_IS_SHORT(v) ? VARSIZE_SHORT(v) - VARHDRSZ_SHORT : VARSIZE(v) - VARHDRSZ;
+
+	return r->kind == VEC_ARRAY ? tc_vector_parse(body, len, (size_t) r->type, lay) :
+		tc_pgvector_parse(body, len, r->kind == VEC_HALFVEC ? 2 : 4, lay);
+}
 
 /* The matrix (and ids) at least doubled; the first sized by r->expect. */
 extern void tc_load_grow(LoadReceiver *r);
