@@ -359,7 +359,8 @@ fold_begin(TcGpuJoin *g, int64_t n, bool two, TcError *err)
 		case TC_FOLD_NEAREST:
 			if ((st = fold_array(g, (void **) &g->f_len, m, sizeof(int), NULL, 0, err)) == TC_OK &&
 				(st = fold_array(g, (void **) &g->f_lock, m, sizeof(int), NULL, 0, err)) == TC_OK &&
-				(st = fold_array(g, (void **) &g->f_worst, m, sizeof(double), NULL, 0, err)) == TC_OK &&
+				/* NaN until full: a stale read of it then drops nothing (every comparison false) */
+				(st = fold_array(g, (void **) &g->f_worst, m, sizeof(double), NULL, 0xff, err)) == TC_OK &&
 				(st = fold_array(g, (void **) &g->f_ndist, m * (size_t) f->k, sizeof(double), NULL, 0,
 								 err)) == TC_OK &&
 				(st = fold_array(g, (void **) &g->f_nwho, m * (size_t) f->k, sizeof(long long), NULL,

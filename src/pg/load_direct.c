@@ -35,7 +35,9 @@
 #include "access/tableam.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "utils/acl.h"
@@ -401,6 +403,21 @@ close_holes(Direct *dc)
 	r->n = to;
 }
 
+/*
+ * The read in progress, for a FATAL exit (a terminate), which leaves
+ * without PG_FINALLY: its helpers stopped before the buffers are released.
+ */
+static Direct *active;
+static bool exit_hook_set;
+
+static void
+stop_at_exit(int code, Datum arg)
+{
+	if (active != NULL)
+		stop_helpers(active);
+	active = NULL;
+}
+
 /* Whether the pages may be read directly: see the file's comment. */
 static bool
 direct_applies(Relation rel, AttrNumber id_att, AttrNumber vec_att)
@@ -412,6 +429,13 @@ direct_applies(Relation rel, AttrNumber id_att, AttrNumber vec_att)
 		rel->rd_rel->relhassubclass || rel->rd_tableam != GetHeapamTableAmRoutine())
 		return false;
 	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		return false;
+	/*
+	 * What else the SELECT would be refused or asked for: USAGE on the
+	 * schema it names, and a security module's or an audit's say.
+	 */
+	if (ExecutorCheckPerms_hook != NULL ||
+		pg_namespace_aclcheck(RelationGetNamespace(rel), user, ACL_USAGE) != ACLCHECK_OK)
 		return false;
 	return pg_class_aclcheck(relid, user, ACL_SELECT) == ACLCHECK_OK ||
 		(pg_attribute_aclcheck(relid, id_att, user, ACL_SELECT) == ACLCHECK_OK &&
@@ -500,14 +524,36 @@ tc_load_direct(LoadReceiver *r, Relation rel, AttrNumber id_att, AttrNumber vec_
 
 	/* the active snapshot, as SPI's read-only query would take */
 	scan = table_beginscan_strat(rel, GetActiveSnapshot(), 0, NULL, true, false);
+	/* visible tuples a page come only in page mode (an MVCC snapshot) */
+	if (!(scan->rs_flags & SO_ALLOW_PAGEMODE))
+	{
+		table_endscan(scan);
+		pthread_mutex_destroy(&dc->mu);
+		pthread_cond_destroy(&dc->cv);
+		pfree(dc->slots);
+		pfree(dc_alloc);
+		return false;
+	}
+	if (!exit_hook_set)
+	{
+		before_shmem_exit(stop_at_exit, (Datum) 0);
+		exit_hook_set = true;
+	}
+	active = dc;
 	PG_TRY();
 	{
 		direct_scan(dc, scan);
 	}
 	PG_FINALLY();
 	{
-		/* no helper may still read a page or write the matrix when an error leaves */
+		/*
+		 * No helper may still read a page or write the matrix when an error
+		 * leaves, nor the prefault helpers touch it.
+		 */
 		stop_helpers(dc);
+		active = NULL;
+		tc_prefault_stop(r->prefault);
+		r->prefault = NULL;
 	}
 	PG_END_TRY();
 	table_endscan(scan);
