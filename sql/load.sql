@@ -107,6 +107,16 @@ SET ROLE tcjoin_load_reader;
 SELECT count(*) > 0 AS reads_granted_columns FROM tc_degrees('small_ids', 'v', 0.02);
 SELECT count(*) FROM tc_degrees('wide', 'v', 1);
 RESET ROLE;
+-- Without USAGE on the schema, the table named by its OID: the SELECT's
+-- refusal, as through SPI, though the table itself is granted.
+CREATE ROLE tcjoin_load_outsider;
+GRANT SELECT ON small_ids TO tcjoin_load_outsider;
+CREATE TEMP TABLE small_ids_oid AS SELECT 'load_t.small_ids'::regclass::oid AS oid;
+GRANT SELECT ON small_ids_oid TO tcjoin_load_outsider;
+SET ROLE tcjoin_load_outsider;
+SELECT count(*) FROM tc_degrees((SELECT oid FROM small_ids_oid)::regclass, 'v', 0.02);
+RESET ROLE;
+DROP TABLE small_ids_oid;
 
 -- The rows of an error are named as before: the first bad row in the
 -- table's order, whichever path reads it.
@@ -122,3 +132,4 @@ RESET tcjoin.dev_overrides;
 RESET search_path;
 DROP SCHEMA load_t CASCADE;
 DROP ROLE tcjoin_load_reader;
+DROP ROLE tcjoin_load_outsider;
