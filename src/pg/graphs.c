@@ -252,6 +252,42 @@ tc_components(PG_FUNCTION_ARGS)
 	PG_RETURN_NULL();
 }
 
+/* An array value built again in place for each row (the tuplestore copies it). */
+typedef struct ArrayBuf
+{
+	ArrayType  *a;
+	Size		cap;
+} ArrayBuf;
+
+/*
+ * A one-dimensional array of len 8-byte elements (bigint or double
+ * precision, by value, no NULLs) in b, copied from elems: the layout
+ * construct_array makes, without a Datum a value or an allocation a row.
+ */
+static ArrayType *
+array_in_place(ArrayBuf *b, Oid elemtype, const void *elems, int len, MemoryContext mcxt)
+{
+	Size		bytes = len > 0 ? ARR_OVERHEAD_NONULLS(1) + (Size) len * 8 : sizeof(ArrayType);
+
+	if (bytes > b->cap)
+	{
+		b->cap = Max(bytes, 2 * b->cap);
+		b->a = b->a ? repalloc(b->a, b->cap) : MemoryContextAlloc(mcxt, b->cap);
+	}
+	SET_VARSIZE(b->a, bytes);
+	b->a->dataoffset = 0;
+	b->a->elemtype = elemtype;
+	/* no elements: no dimensions, as construct_empty_array makes it */
+	b->a->ndim = len > 0 ? 1 : 0;
+	if (len > 0)
+	{
+		ARR_DIMS(b->a)[0] = len;
+		ARR_LBOUND(b->a)[0] = 1;
+		memcpy(ARR_DATA_PTR(b->a), elems, (Size) len * 8);
+	}
+	return b->a;
+}
+
 PG_FUNCTION_INFO_V1(tc_neighbors);
 
 /*
@@ -264,6 +300,8 @@ tc_neighbors(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	GraphCall	gc;
 	int			k = 0;
+	ArrayBuf	id_buf = {NULL, 0},
+				dist_buf = {NULL, 0};
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (!PG_ARGISNULL(3))
@@ -286,28 +324,15 @@ tc_neighbors(PG_FUNCTION_ARGS)
 		const int64_t *ids;
 		const double *dist;
 		int			len;
-		Datum	   *di,
-				   *dd;
 		Datum		values[3];
 		bool		nulls[3] = {false, false, false};
 
 		tc_graph_neighbors(gc.graph, i, &ids, &dist, &len);
 		graph_check(&gc, "for the neighbour lists", NULL);
-		di = palloc(sizeof(Datum) * (len + 1));
-		dd = palloc(sizeof(Datum) * (len + 1));
-		for (int t = 0; t < len; t++)
-		{
-			di[t] = Int64GetDatum(ids[t]);
-			dd[t] = Float8GetDatum(dist[t]);
-		}
 		values[0] = Int64GetDatum(gc.loaded.ids[i]);
-		values[1] = PointerGetDatum(construct_array(di, len, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		values[2] = PointerGetDatum(construct_array(dd, len, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		values[1] = PointerGetDatum(array_in_place(&id_buf, INT8OID, ids, len, gc.mcxt));
+		values[2] = PointerGetDatum(array_in_place(&dist_buf, FLOAT8OID, dist, len, gc.mcxt));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		pfree(DatumGetPointer(values[1]));
-		pfree(DatumGetPointer(values[2]));
-		pfree(di);
-		pfree(dd);
 		if ((i & 0xfff) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
