@@ -529,7 +529,8 @@ choose_auto(TcJoin *join, bool *use_gpu, TcError *err)
 	double		kernels,
 				kernels_fixed;
 	int			ngpus = 1;
-	char		gpus[64] = "";
+	/* " (the GPU's: N GPUs)", with room for the rest of device_choice */
+	char		gpus[32] = "";
 	char		reason[200];
 	TcGpuInfo	info;
 	TcStatus	st;

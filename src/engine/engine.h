@@ -345,7 +345,7 @@ typedef struct TcJoinStats
 	double		auto_grid_seconds;
 	double		auto_brute_seconds;
 	/* Where the join ran and why: the setting, or auto's estimates. */
-	char		device_choice[120];
+	char		device_choice[128];
 	double		auto_cpu_seconds;	/* auto's estimates (0: not asked) */
 	double		auto_gpu_seconds;
 	double		gpu_full_wait_seconds;	/* waiting for GPU memory (tcjoin.gpu_full = wait) */

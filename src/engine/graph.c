@@ -55,6 +55,7 @@ struct TcGraph
 	/* a GPU join's fold on the device (TcSink.fold) */
 	TcDeviceFold fold;
 	uint64_t   *best_key;		/* DBSCAN: a border point's least key (the links' fold) */
+	TcDeviceFold adopted;		/* the k nearest a device kept, read in place (nb_adopt) */
 	bool		ties;			/* DBSCAN: the next join settles the ties (after that fold) */
 
 	/* the pool: nthreads - 1 helpers and the caller */
@@ -183,14 +184,20 @@ tc_graph_set_split(TcGraph *g, size_t pairs)
 
 /* The k nearest's lists a GPU back end made for the fold (malloc), once taken in. */
 static void
+free_lists_of(TcDeviceFold *f)
+{
+	free(f->nb_len);
+	free(f->nb_who);
+	free(f->nb_dist);
+	f->nb_len = NULL;
+	f->nb_who = NULL;
+	f->nb_dist = NULL;
+}
+
+static void
 free_nearest_fold(TcGraph *g)
 {
-	free(g->fold.nb_len);
-	free(g->fold.nb_who);
-	free(g->fold.nb_dist);
-	g->fold.nb_len = NULL;
-	g->fold.nb_who = NULL;
-	g->fold.nb_dist = NULL;
+	free_lists_of(&g->fold);
 }
 
 void
@@ -221,6 +228,7 @@ tc_graph_destroy(TcGraph *g)
 	free(g->lock);
 	free(g->best_key);
 	free_nearest_fold(g);
+	free_lists_of(&g->adopted);
 	free(g);
 }
 
@@ -742,7 +750,18 @@ tc_graph_after_join(TcGraph *g)
 	{
 		const TcDeviceFold *f = &g->fold;
 
-		/* each point's k nearest as the device kept them, after any pairs the host took */
+		/*
+		 * No pair came to the host: the device's lists are the answer, read
+		 * where they are (the graph keeps them); else each point's k nearest
+		 * as the device kept them, after the pairs the host took.
+		 */
+		if (folded && !nb_lists_made(&g->nb) && g->adopted.nb_len == NULL)
+		{
+			g->adopted = g->fold;
+			memset(&g->fold, 0, sizeof(g->fold));
+			nb_adopt(&g->nb, g->adopted.nb_len, g->adopted.nb_who, g->adopted.nb_dist);
+			return false;
+		}
 		for (int64_t i = 0; folded && i < g->n && !g->failed; i++)
 			nb_add_sorted(&g->nb, i, f->nb_who + (size_t) i * (size_t) g->k,
 						  f->nb_dist + (size_t) i * (size_t) g->k, f->nb_len[i]);

@@ -5,6 +5,7 @@
  *		on top, so that a pair costs a comparison and at most a heap step.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,19 +52,28 @@ struct NbList
 };
 
 /*
- * One block of rows where k is small (zero pages, made present as rows
- * fill), else a list each that grows.
+ * The lists' memory is made at the first pair (nb_ensure), so that lists a
+ * device kept (nb_adopt) are read where they are, and none is made for
+ * them.
  */
 bool
 nb_lists_init(NbLists *nl, int64_t n, const int64_t *ids, int k, atomic_bool *failed)
 {
-	size_t		rows = (size_t) (n > 0 ? n : 1);
-
 	memset(nl, 0, sizeof(*nl));
 	nl->n = n;
 	nl->ids = ids;
 	nl->k = k > 0 ? k : 0;
 	nl->failed = failed;
+	atomic_init(&nl->made, false);
+	return pthread_mutex_init(&nl->mu, NULL) == 0;
+}
+
+/* One block of rows where k is small (zeroed), else a list each that grows. */
+static bool
+nb_make(NbLists *nl)
+{
+	size_t		rows = (size_t) (nl->n > 0 ? nl->n : 1);
+
 	if (nl->k > 0 && nl->k <= NB_BLOCK_K)
 	{
 		nl->row_bytes = NB_HEAD_BYTES + sizeof(NbEntry) * (size_t) nl->k;
@@ -86,9 +96,44 @@ nb_lists_init(NbLists *nl, int64_t n, const int64_t *ids, int k, atomic_bool *fa
 	return nl->lists != NULL;
 }
 
+/* The lists made, once, by whichever thread brings the first pair; false (failed set) without memory. */
+static inline bool
+nb_ensure(NbLists *nl)
+{
+	if (atomic_load_explicit(&nl->made, memory_order_acquire))
+		return true;
+	pthread_mutex_lock(&nl->mu);
+	if (!atomic_load_explicit(&nl->made, memory_order_relaxed) && !*nl->failed)
+	{
+		if (nb_make(nl))
+			atomic_store_explicit(&nl->made, true, memory_order_release);
+		else
+			*nl->failed = true;
+	}
+	pthread_mutex_unlock(&nl->mu);
+	return atomic_load_explicit(&nl->made, memory_order_acquire);
+}
+
+bool
+nb_lists_made(const NbLists *nl)
+{
+	return atomic_load_explicit(&((NbLists *) nl)->made, memory_order_acquire);
+}
+
+void
+nb_adopt(NbLists *nl, const int32_t *len, const int64_t *who, const double *dist)
+{
+	nl->a_len = len;
+	nl->a_who = who;
+	nl->a_dist = dist;
+}
+
 void
 nb_lists_free(NbLists *nl)
 {
+	if (nl->ids == NULL && nl->n == 0 && nl->failed == NULL)
+		return;					/* never made (all zero) */
+	pthread_mutex_destroy(&nl->mu);
 	if (nl->lists)
 		for (int64_t i = 0; i < nl->n; i++)
 			free(nl->lists[i].e);
@@ -183,9 +228,14 @@ nb_grow(NbLists *nl, NbList *l)
 void
 nb_add(NbLists *nl, int64_t i, int64_t other, double dist)
 {
-	NbHead	   *h = nb_head(nl, i);
-	NbEntry    *x = nb_entries(nl, i);
+	NbHead	   *h;
+	NbEntry    *x;
 	NbEntry		e = {dist, other};
+
+	if (!nb_ensure(nl))
+		return;
+	h = nb_head(nl, i);
+	x = nb_entries(nl, i);
 
 	if (nl->k > 0 && h->len == nl->k)
 	{
@@ -212,7 +262,11 @@ nb_add(NbLists *nl, int64_t i, int64_t other, double dist)
 void
 nb_add_locked(NbLists *nl, int64_t i, int64_t other, double dist)
 {
-	NbHead	   *h = nb_head(nl, i);
+	NbHead	   *h;
+
+	if (!nb_ensure(nl))
+		return;
+	h = nb_head(nl, i);
 
 	while (atomic_exchange_explicit(&h->lock, 1, memory_order_acquire))
 		;
@@ -223,7 +277,11 @@ nb_add_locked(NbLists *nl, int64_t i, int64_t other, double dist)
 void
 nb_add_sorted(NbLists *nl, int64_t i, const int64_t *other, const double *dist, int len)
 {
-	NbHead	   *h = nb_head(nl, i);
+	NbHead	   *h;
+
+	if (!nb_ensure(nl))
+		return;
+	h = nb_head(nl, i);
 
 	/*
 	 * An empty list with room for all: the worst first is already a
@@ -255,11 +313,59 @@ cmp_nb(const void *x, const void *y)
 	return (a->who > b->who) - (a->who < b->who);
 }
 
+/* Room in the answer's arrays for len; false (failed set) without memory. */
+static bool
+nb_out_room(NbLists *nl, int len)
+{
+	if (len > nl->out_cap)
+	{
+		int64_t    *oi = realloc(nl->out_ids, sizeof(int64_t) * (size_t) len);
+		double	   *od;
+
+		if (oi != NULL)
+			nl->out_ids = oi;
+		od = realloc(nl->out_dist, sizeof(double) * (size_t) len);
+		if (od != NULL)
+			nl->out_dist = od;
+		if (oi == NULL || od == NULL)
+		{
+			*nl->failed = true;
+			return false;
+		}
+		nl->out_cap = len;
+	}
+	return true;
+}
+
 void
 nb_read(NbLists *nl, int64_t i, const int64_t **ids, const double **dist, int *len)
 {
-	NbHead	   *h = nb_head(nl, i);
-	NbEntry    *x = nb_entries(nl, i);
+	NbHead	   *h;
+	NbEntry    *x;
+
+	*len = 0;
+	*ids = nl->out_ids;
+	*dist = nl->out_dist;
+	if (!nb_lists_made(nl))
+	{
+		/* a device's lists, sorted already; else no pair came */
+		int			m = nl->a_len ? nl->a_len[i] : 0;
+		size_t		at = (size_t) i * (size_t) nl->k;
+
+		if (m == 0 || !nb_out_room(nl, m))
+			return;
+		for (int t = 0; t < m; t++)
+		{
+			nl->out_ids[t] = nl->ids[nl->a_who[at + t]];
+			nl->out_dist[t] = nl->a_dist[at + t];
+		}
+		*ids = nl->out_ids;
+		*dist = nl->out_dist;
+		*len = m;
+		return;
+	}
+	h = nb_head(nl, i);
+	x = nb_entries(nl, i);
 
 	/* the first read: indices become ids, then nearest first */
 	if (!h->sorted)
@@ -270,24 +376,8 @@ nb_read(NbLists *nl, int64_t i, const int64_t **ids, const double **dist, int *l
 			qsort(x, (size_t) h->len, sizeof(NbEntry), cmp_nb);
 	}
 	h->sorted = true;
-	if (h->len > nl->out_cap)
-	{
-		int64_t    *oi = realloc(nl->out_ids, sizeof(int64_t) * (size_t) h->len);
-		double	   *od;
-
-		if (oi != NULL)
-			nl->out_ids = oi;
-		od = realloc(nl->out_dist, sizeof(double) * (size_t) h->len);
-		if (od != NULL)
-			nl->out_dist = od;
-		if (oi == NULL || od == NULL)
-		{
-			*nl->failed = true;
-			*len = 0;
-			return;
-		}
-		nl->out_cap = h->len;
-	}
+	if (!nb_out_room(nl, h->len))
+		return;
 	for (int t = 0; t < h->len; t++)
 	{
 		nl->out_ids[t] = x[t].who;

@@ -7,6 +7,7 @@
 #ifndef TCJOIN_NEIGHBOR_LISTS_H
 #define TCJOIN_NEIGHBOR_LISTS_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,6 +26,12 @@ typedef struct NbLists
 	const int64_t *ids;			/* the neighbours' ids: ties, and what nb_read gives */
 	int			k;				/* neighbours kept a point; 0: all */
 	atomic_bool *failed;		/* set where memory runs out */
+	atomic_bool made;			/* rows or lists made (at the first pair) */
+	pthread_mutex_t mu;			/* over making them */
+	/* lists a device kept, sorted, read in place where no pair came (nb_adopt) */
+	const int32_t *a_len;
+	const int64_t *a_who;
+	const double *a_dist;
 	NbList	   *lists;
 	char	   *rows;
 	void	   *rows_alloc;		/* the block as allocated (rows is 64-byte aligned) */
@@ -34,7 +41,10 @@ typedef struct NbLists
 	int			out_cap;
 } NbLists;
 
-/* False (and nothing held) without memory; failed is the owner's flag. */
+/*
+ * False where the lists cannot be set up; failed is the owner's flag.
+ * Their memory comes with the first pair (failed set where there is none).
+ */
 extern bool nb_lists_init(NbLists *nl, int64_t n, const int64_t *ids, int k, atomic_bool *failed);
 extern void nb_lists_free(NbLists *nl);
 
@@ -51,6 +61,15 @@ extern void nb_add_locked(NbLists *nl, int64_t i, int64_t other, double dist);
  */
 extern void nb_add_sorted(NbLists *nl, int64_t i, const int64_t *other, const double *dist,
 						  int len);
+
+/* Whether any pair came (the lists' memory made). */
+extern bool nb_lists_made(const NbLists *nl);
+/*
+ * Where no pair came: each point's k nearest as a device kept them, sorted
+ * (len n, who and dist n k), read in place by nb_read; the caller keeps
+ * them until the lists are freed.
+ */
+extern void nb_adopt(NbLists *nl, const int32_t *len, const int64_t *who, const double *dist);
 
 /*
  * Point i's neighbours, nearest first, ties by the smaller id: *len ids

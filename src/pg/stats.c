@@ -53,7 +53,7 @@ typedef struct LastStats
 	char		gpu_kernels[80];	/* GPU brute force: its kernels ("": none ran) */
 	int64		gpu_batches;	/* GPU joins: batches, reruns included (-1: CPU) */
 	int64		gpu_reruns;
-	char		device_choice[120]; /* the setting, or auto's reason */
+	char		device_choice[128]; /* the setting, or auto's reason */
 	double		auto_cpu_ms;	/* auto's estimates (0: not asked) */
 	double		auto_gpu_ms;
 	bool		gpu_new_context;

@@ -190,13 +190,14 @@ nearest_by_batches(const RefNearest *r, const int64_t *ids_b, int k, int threads
 
 /*
  * The reference's pairs as a GPU with the fold (TC_FOLD_NEAREST) hands
- * them over: about half through emit (a GPU that declined the fold), the
- * rest kept on the "device" as each point's k nearest of its share,
+ * them over: about half through emit (a GPU that declined the fold) where
+ * half, else none, the rest kept on the "device" as each point's k
+ * nearest of its share,
  * sorted, which tc_graph_after_join takes in after the join.  k = 0 and
  * k past TC_FOLD_MAX_K have no fold.
  */
 static TcGraph *
-nearest_by_fold(const RefNearest *r, const int64_t *ids_b, int k, Rng *rng)
+nearest_by_fold(const RefNearest *r, const int64_t *ids_b, int k, Rng *rng, bool half)
 {
 	TcError		err;
 	TcGraph    *g = tc_graph_create_nearest(r->na, ids_b, r->nb_n, k, 1, &err);
@@ -231,7 +232,7 @@ nearest_by_fold(const RefNearest *r, const int64_t *ids_b, int k, Rng *rng)
 		{
 			TcPair		p = {i, r->nb[i][t], r->nbd[i][t]};
 
-			if (rng_below(rng, 2) == 0)
+			if (half && rng_below(rng, 2) == 0)
 				CHECK(tc_graph_emit(g, &p, 1) == 0, "emit asked to stop");
 			else if (kept < k)
 			{
@@ -350,13 +351,15 @@ nearest_case(int c, Rng *r)
 			tc_graph_destroy(g);
 		}
 		for (int ki = 0; ki < 4; ki++)
-		{
-			TcGraph    *g = nearest_by_fold(&ref, ids_b, ks[ki], r);
+			for (int half = 0; half < 2; half++)
+			{
+				TcGraph    *g = nearest_by_fold(&ref, ids_b, ks[ki], r, half);
 
-			if (g)
-				check_lists(g, &ref, ids_b, ks[ki], "half folded on the device");
-			tc_graph_destroy(g);
-		}
+				if (g)
+					check_lists(g, &ref, ids_b, ks[ki], half ? "half folded on the device" :
+								"all kept on the device, read in place");
+				tc_graph_destroy(g);
+			}
 	}
 	case_end();
 	ref_nearest_free(&ref);
