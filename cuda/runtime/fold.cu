@@ -309,13 +309,7 @@ nearest_fits(TcGpuJoin *g, TcDeviceFold *f, size_t m)
 	if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess || bytes > free_b / 4)
 		return false;
 	/* a join run again (tcjoin.gpu_full = wait) makes them again */
-	free(f->nb_len);
-	free(f->nb_who);
-	free(f->nb_dist);
-	f->nb_len = (int32_t *) malloc(m * sizeof(int32_t));
-	f->nb_who = (int64_t *) malloc(m * (size_t) f->k * sizeof(int64_t));
-	f->nb_dist = (double *) malloc(m * (size_t) f->k * sizeof(double));
-	return f->nb_len != NULL && f->nb_who != NULL && f->nb_dist != NULL;
+	return tc_fold_lists_make(f, m);
 }
 
 TcStatus

@@ -285,14 +285,7 @@ fold_release(TcFoldKind kind, TcDeviceFold *mine)
 	if (kind == TC_FOLD_DBSCAN_LINKS)
 		free(mine->best_key);
 	if (kind == TC_FOLD_NEAREST)
-	{
-		free(mine->nb_len);
-		free(mine->nb_who);
-		free(mine->nb_dist);
-		mine->nb_len = NULL;
-		mine->nb_who = NULL;
-		mine->nb_dist = NULL;
-	}
+		tc_fold_lists_free(mine);
 	mine->deg = mine->parent = mine->best = NULL;
 }
 
@@ -319,13 +312,7 @@ nearest_merge(MultiJoin *m, TcDeviceFold *f)
 	const size_t rows = (size_t) (f->n > 0 ? f->n : 1);
 	int			pos[TC_MAX_DEVICES];
 
-	free(f->nb_len);
-	free(f->nb_who);
-	free(f->nb_dist);
-	f->nb_len = (int32_t *) malloc(rows * sizeof(int32_t));
-	f->nb_who = (int64_t *) malloc(rows * (size_t) k * sizeof(int64_t));
-	f->nb_dist = (double *) malloc(rows * (size_t) k * sizeof(double));
-	if (f->nb_len == NULL || f->nb_who == NULL || f->nb_dist == NULL)
+	if (!tc_fold_lists_make(f, rows))
 		return false;
 	for (int64_t i = 0; i < f->n; i++)
 	{

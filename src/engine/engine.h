@@ -247,6 +247,13 @@ typedef struct TcDeviceFold
 	bool		folded;			/* set by the GPU back end once it folded every pair */
 } TcDeviceFold;
 
+/*
+ * TC_FOLD_NEAREST's lists for rows points (f->k each), made again where
+ * they were (false where memory runs out), and freed; graph.c.
+ */
+extern bool tc_fold_lists_make(TcDeviceFold *f, size_t rows);
+extern void tc_fold_lists_free(TcDeviceFold *f);
+
 typedef struct TcSink
 {
 	int			(*emit) (void *arg, const TcPair *pairs, size_t count);

@@ -182,9 +182,8 @@ tc_graph_set_split(TcGraph *g, size_t pairs)
 	g->split = pairs > 0 ? pairs : 1;
 }
 
-/* The k nearest's lists a GPU back end made for the fold (malloc), once taken in. */
-static void
-free_lists_of(TcDeviceFold *f)
+void
+tc_fold_lists_free(TcDeviceFold *f)
 {
 	free(f->nb_len);
 	free(f->nb_who);
@@ -194,10 +193,21 @@ free_lists_of(TcDeviceFold *f)
 	f->nb_dist = NULL;
 }
 
+bool
+tc_fold_lists_make(TcDeviceFold *f, size_t rows)
+{
+	tc_fold_lists_free(f);
+	f->nb_len = malloc(rows * sizeof(int32_t));
+	f->nb_who = malloc(rows * (size_t) f->k * sizeof(int64_t));
+	f->nb_dist = malloc(rows * (size_t) f->k * sizeof(double));
+	return f->nb_len != NULL && f->nb_who != NULL && f->nb_dist != NULL;
+}
+
+/* The k nearest's lists a GPU back end made for the fold, once taken in. */
 static void
 free_nearest_fold(TcGraph *g)
 {
-	free_lists_of(&g->fold);
+	tc_fold_lists_free(&g->fold);
 }
 
 void
@@ -228,7 +238,7 @@ tc_graph_destroy(TcGraph *g)
 	free(g->lock);
 	free(g->best_key);
 	free_nearest_fold(g);
-	free_lists_of(&g->adopted);
+	tc_fold_lists_free(&g->adopted);
 	free(g);
 }
 

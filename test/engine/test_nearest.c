@@ -220,9 +220,7 @@ nearest_by_fold(const RefNearest *r, const int64_t *ids_b, int k, Rng *rng, bool
 		return NULL;
 	}
 	/* the back end makes the lists (the graph frees them) */
-	f->nb_len = malloc(sizeof(int32_t) * (size_t) (r->na + 1));
-	f->nb_who = malloc(sizeof(int64_t) * (size_t) (r->na + 1) * (size_t) k);
-	f->nb_dist = malloc(sizeof(double) * (size_t) (r->na + 1) * (size_t) k);
+	CHECK(tc_fold_lists_make(f, (size_t) r->na + 1), "k=%d: no memory for the lists", k);
 	for (int64_t i = 0; i < r->na; i++)
 	{
 		int			kept = 0;
