@@ -227,6 +227,24 @@ tc_load_put(LoadReceiver *r, Datum datum, int64 id, int64 row)
 		pfree(detoasted);
 }
 
+int64
+tc_load_id(const LoadReceiver *r, Datum idd, bool isnull)
+{
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("id column \"%s\" contains NULL", r->out->id_column)));
+	switch (r->id_type)
+	{
+		case INT2OID:
+			return DatumGetInt16(idd);
+		case INT4OID:
+			return DatumGetInt32(idd);
+		default:
+			return DatumGetInt64(idd);
+	}
+}
+
 /* Copy one vector into the next row. */
 static void
 append_vector(LoadReceiver *r, Datum datum, int64 id)
@@ -248,22 +266,7 @@ load_receive(TupleTableSlot *slot, DestReceiver *self)
 	if (isnull)
 		return true;			/* as a join on NULL would: no partner */
 	idd = slot_getattr(slot, 1, &isnull);
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("id column \"%s\" contains NULL", r->out->id_column)));
-	switch (r->id_type)
-	{
-		case INT2OID:
-			id = DatumGetInt16(idd);
-			break;
-		case INT4OID:
-			id = DatumGetInt32(idd);
-			break;
-		default:
-			id = DatumGetInt64(idd);
-			break;
-	}
+	id = tc_load_id(r, idd, isnull);
 	append_vector(r, vec, id);
 	return true;
 }

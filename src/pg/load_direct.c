@@ -34,7 +34,6 @@
 #include "access/htup_details.h"
 #include "access/tableam.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -298,12 +297,7 @@ backend_tuple(Direct *dc, HeapTupleHeader t, uint32 len, int64 row)
 		return;
 	}
 	idd = heap_getattr(&htup, dc->id_att, dc->desc, &isnull);
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("id column \"%s\" contains NULL", dc->r->out->id_column)));
-	id = dc->r->id_type == INT2OID ? DatumGetInt16(idd) :
-		dc->r->id_type == INT4OID ? DatumGetInt32(idd) : DatumGetInt64(idd);
+	id = tc_load_id(dc->r, idd, isnull);
 	tc_load_put(dc->r, vec, id, row);
 }
 
@@ -467,9 +461,8 @@ direct_scan(Direct *dc, TableScanDesc scan)
 		/* before d is known, and before the matrix grows, nothing in flight */
 		if (r->d == 0 || r->n + hs->rs_ntuples > r->cap)
 			release_done(dc, true);
-		if (r->d > 0 && r->n + hs->rs_ntuples > r->cap)
-			while (r->n + hs->rs_ntuples > r->cap)
-				tc_load_grow(r);
+		while (r->d > 0 && r->n + hs->rs_ntuples > r->cap)
+			tc_load_grow(r);
 		s = fill_slot(dc, hs);
 		if (r->d == 0)
 		{

@@ -54,6 +54,9 @@ tc_load_parse(const LoadReceiver *r, const struct varlena *v, TcVectorLayout *la
 		tc_pgvector_parse(body, len, r->kind == VEC_HALFVEC ? 2 : 4, lay);
 }
 
+/* A row's id from the id column's value (NULL: the error a row's NULL id gets). */
+extern int64 tc_load_id(const LoadReceiver *r, Datum idd, bool isnull);
+
 /* The matrix (and ids) at least doubled; the first sized by r->expect. */
 extern void tc_load_grow(LoadReceiver *r);
 
