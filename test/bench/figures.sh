@@ -7,20 +7,22 @@
 #   cpu         the 2-core machine's figures (rows, load, cube + GiST, DBSCAN
 #               against PostGIS, Q3C, pgvector, the k nearest, counts past
 #               memory, the CPU suite's table and plots into OUTDIR/suite)
-#   gpu-sql     the GPU machine through PostgreSQL (first joins and auto,
-#               load, rows, Tycho-2 cross-match, the graph functions,
-#               cosine over pgvector)
+#   gpu-sql     the GPU machine through PostgreSQL: first joins and auto,
+#               load, rows, Tycho-2 cross-match
+#   gpu-graphs  the same: the graph functions, the k nearest against a
+#               window function, cosine over pgvector
 #   gpu-engine  the GPU machine's engine alone (FP16 brute force against
 #               cuBLAS, the grid, real data, two sets, cosine, streamed)
 # OUTDIR (default /tmp/tcjoin-figures) gets one log a command.  Each command
 # runs under FIGURES_LIMIT seconds (default 300) so that one slow command
 # cannot take the rest's time, and where FIGURES_UNTIL is set (seconds since
-# the epoch) no later than then: what is left is skipped, and said.  Needs the extension installed and a server
-# (test/cluster.sh where PGPORT is unset); the GPU parts a GPU and nvcc;
-# real data in TCJOIN_DATA (default .data), skipped where missing.
+# the epoch) no later than then: what is left is skipped, and said.  Needs
+# the extension installed and a server (test/cluster.sh where PGPORT is
+# unset); the GPU parts a GPU and nvcc; real data in TCJOIN_DATA (default
+# .data), skipped where missing.
 # Not a test: the figures go to docs/performance.md.
 set -uo pipefail
-PART=${1:?usage: figures.sh cpu|gpu-sql|gpu-engine [OUTDIR]}
+PART=${1:?usage: figures.sh cpu|gpu-sql|gpu-graphs|gpu-engine [OUTDIR]}
 OUT=${2:-/tmp/tcjoin-figures}
 LIMIT=${FIGURES_LIMIT:-300}
 DATA=${TCJOIN_DATA:-.data}
@@ -72,6 +74,8 @@ gpu-sql)
     fig KEEP_DB=1 test/bench/load_floor.sh 5
     fig DEVICE=gpu test/bench/rows_floor.sh 3
     fig TCJOIN_DATA=$DATA TCJOIN_DEVICE=gpu test/bench/crossmatch_vs_q3c.sh 3
+    ;;
+gpu-graphs)
     fig psql -X -q -A -F "' '" -t -d postgres -f test/bench/sql/graphs_expo2m.sql
     fig TCJOIN_DEVICE=gpu test/bench/neighbors_vs_window.sh 3 200000 10
     fig TCJOIN_DEVICE=gpu test/bench/cosine_vs_pgvector.sh 3 1000000 384 0.02
