@@ -84,6 +84,19 @@ extern void small_buffer(bool with_grid);
 /* gpu_vs_cpu_graph.c: counts, degrees, components and DBSCAN folded on the device */
 extern void graph_cases(bool quick);
 
+/*
+ * A graph's sink that counts the pairs the host was handed (none where the
+ * GPU folded them, or kept the k nearest): counted_emit hands them to the
+ * graph, counted_reduce is the graph's reducer for the CPU's workers.
+ */
+typedef struct Counted
+{
+	TcGraph    *g;
+	uint64_t	emitted;
+} Counted;
+extern int	counted_emit(void *arg, const TcPair *pairs, size_t count);
+extern void counted_reduce(void *arg, int64_t a, int64_t b, double dist);
+
 /* gpu_vs_cpu_join.c: two-set joins (a against b) */
 extern void join_cases(bool quick);
 /* the contract's dist of row i of x and row j of y (norms: cosine's, else NULL) */

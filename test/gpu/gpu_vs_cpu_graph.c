@@ -14,20 +14,21 @@
 
 #include "gpu_vs_cpu.h"
 
-/* A graph's sink that counts the pairs the host was handed (none when folded). */
-typedef struct Counted
-{
-	TcGraph    *g;
-	uint64_t	emitted;
-} Counted;
-
-static int
+int
 counted_emit(void *arg, const TcPair *pairs, size_t count)
 {
 	Counted    *c = arg;
 
 	c->emitted += count;
 	return tc_graph_emit(c->g, pairs, count);
+}
+
+void
+counted_reduce(void *arg, int64_t a, int64_t b, double dist)
+{
+	Counted    *c = arg;
+
+	tc_graph_reducer(c->g) (c->g, a, b, dist);
 }
 
 /* One join of p into g (with the graph's fold); the pairs the host saw. */

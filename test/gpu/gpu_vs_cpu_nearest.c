@@ -17,31 +17,6 @@ is(const char *s, const char *want)
 	return s != NULL && strcmp(s, want) == 0;
 }
 
-/* The graph and the pairs its sink was handed (none where the GPU kept the k nearest). */
-typedef struct NearestSink
-{
-	TcGraph    *g;
-	uint64_t	emitted;
-} NearestSink;
-
-static int
-nearest_emit(void *arg, const TcPair *pairs, size_t count)
-{
-	NearestSink *ns = arg;
-
-	ns->emitted += count;
-	return tc_graph_emit(ns->g, pairs, count);
-}
-
-/* The CPU's workers reduce with the graph as their argument. */
-static void
-nearest_reduce(void *arg, int64_t a, int64_t b, double dist)
-{
-	NearestSink *ns = arg;
-
-	tc_graph_reducer(ns->g) (ns->g, a, b, dist);
-}
-
 /*
  * One device's k nearest of b for each row of a (TC_GRAPH_NEAREST), as
  * tc_join with k runs it: the CPU's workers keep each row's k nearest
@@ -53,9 +28,9 @@ nearest(const TcPoints *a, const TcPoints *b, const int64_t *ids_b, TcJoinParams
 		TcJoinStats *stats, uint64_t *emitted, TcError *err)
 {
 	TcGraph    *g = tc_graph_create_nearest(a->n, ids_b, b->n, k, 4, err);
-	NearestSink ns = {g, 0};
-	TcSink		sink = {nearest_emit, NULL, &ns, TC_GRAPH_BATCH_HINT,
-		g && tc_graph_reducer(g) ? nearest_reduce : NULL, g ? tc_graph_fold(g) : NULL};
+	Counted		ns = {g, 0};
+	TcSink		sink = {counted_emit, NULL, &ns, TC_GRAPH_BATCH_HINT,
+		g && tc_graph_reducer(g) ? counted_reduce : NULL, g ? tc_graph_fold(g) : NULL};
 	TcJoin	   *j;
 	TcStatus	st;
 
