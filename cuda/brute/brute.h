@@ -244,14 +244,14 @@ extern TcStatus brute_norms(TcGpuJoin *g, TcElemType type, const void *x, unsign
 							unsigned long long *zero, TcError *err);
 extern TcStatus brute_prepare(TcGpuJoin *g, TcElemType type, unsigned int n, int d,
 							  const TcF16Plan &plan, const double *d_c, unsigned int seg0,
-							  unsigned int part, BruteDev &bd, unsigned int npad, float **cen,
-							  float **rad, TcJoinStats *stats, TcError *err);
+							  unsigned int part, bool share, BruteDev &bd, unsigned int npad,
+							  float **cen, float **rad, TcJoinStats *stats, TcError *err);
 
 /* order.cu */
 extern TcStatus brute_order(TcGpuJoin *g, TcElemType type, const void *x, const double *root,
 							unsigned int n, int d, unsigned int ntiles, unsigned int seg0,
-							unsigned int part, unsigned int **order, TcJoinStats *stats,
-							TcError *err);
+							unsigned int part, bool share, unsigned int **order,
+							TcJoinStats *stats, TcError *err);
 extern TcStatus brute_tile_bounds(TcGpuJoin *g, TcElemType type, const void *x, const double *root,
 								  int d, const double *d_c, const unsigned int *order,
 								  unsigned int n, unsigned int ntiles, float **cen, float **rad,

@@ -289,9 +289,11 @@ TcStatus
 BruteRun::prepare_set(unsigned int rows, unsigned int seg0, unsigned int part)
 {
 	unsigned int np = (rows + BT - 1) / BT * BT;
+	/* every GPU holds the whole set(s): they share the ordering */
+	const bool	share = B == 0 && g->share != NULL && g->share->ngpus > 1;
 
-	return brute_prepare(g, a->type, rows, d, plan, d_c, seg0, part, bd, np, &d_cen, &d_rad, stats,
-						 err);
+	return brute_prepare(g, a->type, rows, d, plan, d_c, seg0, part, share, bd, np, &d_cen, &d_rad,
+						 stats, err);
 }
 
 /* Result buffers, counters, the ring. */
@@ -306,24 +308,27 @@ BruteRun::alloc_results(void)
 		band_sq = std::min(band_sq, (unsigned long long) g->ov.band_squares);	/* tests: many bands */
 	if (B == 0 && g->limit > 0)
 	{
-		/* two streams' pair and candidate buffers, and the tile-pair list */
-		size_t		room = g->limit > g->used + list_need(nt_max) ? g->limit - g->used - list_need(nt_max) : 0;
+		/* two streams' pair and candidate buffers, and the tile-pair list (and their pieces' alignment) */
+		const size_t other = list_need(nt_max) + (16 << 10);
+		size_t		room = g->limit > g->used + other ? g->limit - g->used - other : 0;
 
 		while (capacity > BRUTE_MIN_CAPACITY && cap_need(capacity) > room)
 			capacity = std::max(capacity / 2, (unsigned int) BRUTE_MIN_CAPACITY);
 	}
-	for (int i = 0; i < 2; i++)
 	{
-		if ((st = dev_alloc(g, (void **) &d_pairs[i], sizeof(PairDev) * capacity, err)) != TC_OK ||
-			(st = dev_alloc(g, (void **) &d_cand[i], sizeof(uint2) * capacity, err)) != TC_OK ||
-			(st = dev_alloc(g, (void **) &d_meta[i], sizeof(unsigned int) * 3, err)) != TC_OK ||
-			(st = host_alloc(g, (void **) &h_meta[i], sizeof(unsigned int) * 3, cudaHostAllocDefault, err)) != TC_OK)
+		void	  **const parts[] = {(void **) &d_pairs[0], (void **) &d_pairs[1], (void **) &d_cand[0],
+			(void **) &d_cand[1], (void **) &d_meta[0], (void **) &d_meta[1], (void **) &d_cnt};
+		const size_t sizes[] = {sizeof(PairDev) * capacity, sizeof(PairDev) * capacity,
+			sizeof(uint2) * capacity, sizeof(uint2) * capacity, sizeof(unsigned int) * 3,
+		sizeof(unsigned int) * 3, sizeof(*d_cnt) * 6};
+
+		if ((st = dev_alloc_parts(g, 7, parts, sizes, err)) != TC_OK || (st = get_ring(g, err)) != TC_OK)
 			return st;
 	}
-	if ((st = dev_alloc(g, (void **) &d_cnt, sizeof(*d_cnt) * 6, err)) != TC_OK ||
-		(st = host_alloc(g, (void **) &h_cnt, sizeof(*h_cnt) * 4, cudaHostAllocDefault, err)) != TC_OK ||
-		(st = get_ring(g, err)) != TC_OK)
-		return st;
+	/* the counters' pinned words: the ring's, no pinned allocation a join */
+	h_meta[0] = (unsigned int *) g->ring_words;
+	h_meta[1] = h_meta[0] + 4;
+	h_cnt = (unsigned long long *) g->ring_words + 4;
 	return TC_OK;
 }
 
@@ -339,14 +344,15 @@ BruteRun::alloc_list(void)
 	pb.scan_bytes = 0;
 	if ((st = brute_prune_scan_bytes(band_warps, g->stream[0], &pb.scan_bytes, err)) != TC_OK)
 		return st;
-	if ((st = dev_alloc(g, (void **) &pb.list, list_bytes, err)) != TC_OK ||
-		(st = dev_alloc(g, (void **) &pb.nlist, sizeof(*pb.nlist) * 2, err)) != TC_OK ||
-		(st = dev_alloc(g, (void **) &pb.mask, sizeof(unsigned int) * band_warps, err)) != TC_OK ||
-		(st = dev_alloc(g, (void **) &pb.count, sizeof(unsigned int) * band_warps, err)) != TC_OK ||
-		(st = dev_alloc(g, (void **) &pb.offset, sizeof(unsigned int) * band_warps, err)) != TC_OK ||
-		(st = dev_alloc(g, &pb.scan, std::max(pb.scan_bytes, (size_t) 16), err)) != TC_OK)
-		return st;
-	return TC_OK;
+	{
+		void	  **const parts[] = {(void **) &pb.list, (void **) &pb.nlist, (void **) &pb.mask,
+			(void **) &pb.count, (void **) &pb.offset, &pb.scan};
+		const size_t sizes[] = {list_bytes, sizeof(*pb.nlist) * 2, sizeof(unsigned int) * band_warps,
+			sizeof(unsigned int) * band_warps, sizeof(unsigned int) * band_warps,
+		std::max(pb.scan_bytes, (size_t) 16)};
+
+		return dev_alloc_parts(g, 6, parts, sizes, err);
+	}
 }
 
 /*
@@ -367,20 +373,16 @@ BruteRun::alloc_grouping(void)
 	CHECK(cudaMemGetInfo(&free_b, &total_b));
 	cfg.group = g->limit > 0 ? g->used + need + 2 * gscan_bytes + (64 << 10) <= g->limit :
 		need + 2 * gscan_bytes + (256 << 20) <= free_b;
-	for (int i = 0; i < 2 && cfg.group; i++)
-		if (dev_alloc(g, (void **) &d_grouped[i], sizeof(uint2) * capacity, NULL) != TC_OK ||
-			dev_alloc(g, (void **) &d_group[i], sizeof(unsigned int) * 2 * nt_max * BT, NULL) != TC_OK ||
-			dev_alloc(g, &d_gscan[i], std::max(gscan_bytes, (size_t) 16), NULL) != TC_OK)
-			cfg.group = false;
-	if (!cfg.group)
+	if (cfg.group)
 	{
-		/* what was allocated goes (the rest is NULL, which dev_free passes over) */
-		for (int i = 0; i < 2; i++)
-		{
-			dev_free(g, d_grouped[i]);
-			dev_free(g, d_group[i]);
-			dev_free(g, d_gscan[i]);
-		}
+		void	  **const parts[] = {(void **) &d_grouped[0], (void **) &d_grouped[1], (void **) &d_group[0],
+			(void **) &d_group[1], &d_gscan[0], &d_gscan[1]};
+		const size_t sizes[] = {sizeof(uint2) * capacity, sizeof(uint2) * capacity,
+			sizeof(unsigned int) * 2 * nt_max * BT, sizeof(unsigned int) * 2 * nt_max * BT,
+		std::max(gscan_bytes, (size_t) 16), std::max(gscan_bytes, (size_t) 16)};
+
+		/* one allocation: it fails whole, leaving nothing to free */
+		cfg.group = dev_alloc_parts(g, 6, parts, sizes, NULL) == TC_OK;
 	}
 	return TC_OK;
 }

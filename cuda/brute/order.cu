@@ -207,10 +207,70 @@ bounds_kernel(const T *x, const double *root, int d, const double *c, const unsi
 
 /* ---------- host ---------- */
 
+/* Rows [lo, hi) of the segments of seg rows that GPU i of ng bisects further (split_round). */
+static void
+share_rows(unsigned int n, unsigned long long seg, int i, int ng, unsigned int *lo, unsigned int *hi)
+{
+	unsigned long long nseg = (n + seg - 1) / seg;
+
+	*lo = (unsigned int) std::min(nseg * (unsigned long long) i / (unsigned long long) ng * seg,
+								  (unsigned long long) n);
+	*hi = (unsigned int) std::min(nseg * (unsigned long long) (i + 1) / (unsigned long long) ng * seg,
+								  (unsigned long long) n);
+}
+
+/*
+ * Several GPUs ordering one whole set: the segment size (in tiles) from
+ * whose round on each GPU bisects only its share of the segments and
+ * copies the rest from the others (the rounds below are each segment's
+ * own, so the order is the one a GPU alone makes); 0 for every round on
+ * every GPU.  The cost is in rounds over the whole set (each reads every
+ * row): the rounds before the split, then the largest share a round; a
+ * split must save at least one.
+ */
+static unsigned int
+split_round(unsigned int n, unsigned int seg_tiles, int ng)
+{
+	int			total = 0,
+				before = 0;
+	unsigned int best = 0;
+	double		best_cost;
+
+	for (unsigned int s = seg_tiles; s > 1; s /= 2)
+		total++;
+	best_cost = total - 1.0;
+	for (unsigned int s = seg_tiles; s > 1; s /= 2, before++)
+	{
+		const unsigned long long seg = (unsigned long long) s * BT;
+		unsigned int most = 0;
+
+		if ((n + seg - 1) / seg < (unsigned long long) ng)
+			continue;
+		for (int i = 0; i < ng; i++)
+		{
+			unsigned int lo,
+						hi;
+
+			share_rows(n, seg, i, ng, &lo, &hi);
+			most = std::max(most, hi - lo);
+		}
+		if (before + (total - before) * (double) most / n < best_cost)
+		{
+			best_cost = before + (total - before) * (double) most / n;
+			best = s;
+		}
+	}
+	return best;
+}
+
+/*
+ * share: several GPUs order the same whole set (the k-th, k < SHARE_SETS;
+ * -1 alone): split_round's rounds shared out, then gathered (share_gather).
+ */
 template <typename T>
 static TcStatus
 order_as(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d, unsigned int ntiles,
-		 unsigned int seg0, unsigned int **order, TcJoinStats *stats, TcError *err)
+		 unsigned int seg0, int share, unsigned int **order, TcJoinStats *stats, TcError *err)
 {
 	cudaStream_t s = g->stream[0];
 	unsigned int *d_order,
@@ -221,13 +281,18 @@ order_as(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d, un
 	float	   *d_dir;
 	void	   *d_tmp = NULL;
 	size_t		tmp_have = 0;
-	unsigned int seg_tiles = 1;
+	unsigned int seg_tiles = 1,
+				split = 0,
+				lo = 0,
+				hi = n;			/* the rows this GPU bisects: all, until the split */
 	TcStatus	st;
 
 	while (seg_tiles < ntiles)
 		seg_tiles *= 2;
 	if (seg0 > 0)
 		seg_tiles = seg0;
+	if (share >= 0 && seg0 == 0 && g->share != NULL && g->share->ngpus > 1)
+		split = split_round(n, seg_tiles, g->share->ngpus);
 	if ((st = dev_alloc(g, (void **) &d_order, sizeof(unsigned int) * n, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_order2, sizeof(unsigned int) * n, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_key, sizeof(unsigned int) * n, err)) != TC_OK ||
@@ -242,18 +307,27 @@ order_as(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d, un
 	for (; seg_tiles > 1; seg_tiles /= 2)
 	{
 		unsigned int seg = seg_tiles * BT;
-		unsigned int nseg = (n + seg - 1) / seg;
+		unsigned int nseg,
+					m;
 		size_t		need = 0;
 
-		dir_kernel<T><<<nseg, DIR_THREADS, 0, s>>>(x, root, d, d_order, n, seg, d_dir);
+		if (seg_tiles == split)
+			share_rows(n, seg, g->share_index, g->share->ngpus, &lo, &hi);
+		/* rows [lo, hi): lo a multiple of seg, so the segments are the whole set's */
+		m = hi - lo;
+		nseg = (m + seg - 1) / seg;
+		if (m == 0)
+			continue;
+		dir_kernel<T><<<nseg, DIR_THREADS, 0, s>>>(x, root, d, d_order + lo, m, seg, d_dir);
 		CHECK(cudaGetLastError());
-		proj_kernel<T><<<(unsigned int) (((size_t) n * WARP + 255) / 256), 256, 0, s>>>(
-			x, root, d, d_order, n, seg, d_dir, d_key);
+		proj_kernel<T><<<(unsigned int) (((size_t) m * WARP + 255) / 256), 256, 0, s>>>(
+			x, root, d, d_order + lo, m, seg, d_dir, d_key + lo);
 		CHECK(cudaGetLastError());
-		seg_offsets_kernel<<<(nseg + 1 + 255) / 256, 256, 0, s>>>(n, seg, nseg, d_off);
+		seg_offsets_kernel<<<(nseg + 1 + 255) / 256, 256, 0, s>>>(m, seg, nseg, d_off);
 		CHECK(cudaGetLastError());
-		CHECK(cub::DeviceSegmentedRadixSort::SortPairs(NULL, need, d_key, d_key2, d_order, d_order2,
-													   (int) n, (int) nseg, d_off, d_off + 1, 0, 32, s));
+		CHECK(cub::DeviceSegmentedRadixSort::SortPairs(NULL, need, d_key + lo, d_key2 + lo, d_order + lo,
+													   d_order2 + lo, (int) m, (int) nseg, d_off,
+													   d_off + 1, 0, 32, s));
 		if (need > tmp_have)
 		{
 			if (d_tmp)
@@ -262,8 +336,9 @@ order_as(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d, un
 				return st;
 			tmp_have = need;
 		}
-		CHECK(cub::DeviceSegmentedRadixSort::SortPairs(d_tmp, need, d_key, d_key2, d_order, d_order2,
-													   (int) n, (int) nseg, d_off, d_off + 1, 0, 32, s));
+		CHECK(cub::DeviceSegmentedRadixSort::SortPairs(d_tmp, need, d_key + lo, d_key2 + lo,
+													   d_order + lo, d_order2 + lo, (int) m, (int) nseg,
+													   d_off, d_off + 1, 0, 32, s));
 		std::swap(d_order, d_order2);
 		/* a round at a time: a cancel then waits for one round's sorts, not all */
 		if ((st = gpu_sync(g, s, err)) != TC_OK)
@@ -271,6 +346,21 @@ order_as(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d, un
 	}
 	if ((st = gpu_sync(g, s, err)) != TC_OK)
 		return st;
+	if (split > 0)
+	{
+		size_t		bounds[TC_MAX_DEVICES + 1];
+		unsigned int l,
+					h;
+
+		for (int i = 0; i < g->share->ngpus; i++)
+		{
+			share_rows(n, (unsigned long long) split * BT, i, g->share->ngpus, &l, &h);
+			bounds[i] = sizeof(unsigned int) * l;
+			bounds[i + 1] = sizeof(unsigned int) * h;
+		}
+		if ((st = share_gather(g, share, d_order, bounds, err)) != TC_OK)
+			return st;
+	}
 	stats->gpu_order_seconds += tc_now() - t_order;
 	if (d_tmp)
 		dev_free(g, d_tmp);
@@ -300,7 +390,7 @@ offset_kernel(const unsigned int *src, unsigned int n, unsigned int base, unsign
 template <typename T>
 static TcStatus
 order_parts(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d, unsigned int part,
-			unsigned int **order, TcJoinStats *stats, TcError *err)
+			bool share, unsigned int **order, TcJoinStats *stats, TcError *err)
 {
 	const unsigned int n2 = n - part;
 	unsigned int *o1,
@@ -309,9 +399,9 @@ order_parts(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d,
 	cudaStream_t s = g->stream[0];
 	TcStatus	st;
 
-	if ((st = order_as<T>(g, x, root, part, d, part / BT, 0, &o1, stats, err)) != TC_OK ||
+	if ((st = order_as<T>(g, x, root, part, d, part / BT, 0, share ? 0 : -1, &o1, stats, err)) != TC_OK ||
 		(st = order_as<T>(g, x + (size_t) part * d, root ? root + part : NULL, n2, d,
-						  (n2 + BT - 1) / BT, 0, &o2, stats, err)) != TC_OK ||
+						  (n2 + BT - 1) / BT, 0, share ? 1 : -1, &o2, stats, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_order, sizeof(unsigned int) * n, err)) != TC_OK)
 		return st;
 	CHECK(cudaMemcpyAsync(d_order, o1, sizeof(unsigned int) * part, cudaMemcpyDeviceToDevice, s));
@@ -331,19 +421,23 @@ order_parts(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d,
  * (0: all the points), so that segments given (two blocks of a streamed
  * join) never share a tile.  part > 0 (a multiple of BT, below n): two
  * sets, rows [0, part) and the rest, each ordered alone (seg0 unused).
+ * share: several GPUs order the same whole sets, each bisecting a share
+ * of the segments (order_as).
  */
 TcStatus
 brute_order(TcGpuJoin *g, TcElemType type, const void *x, const double *root, unsigned int n, int d,
-			unsigned int ntiles, unsigned int seg0, unsigned int part, unsigned int **order,
-			TcJoinStats *stats, TcError *err)
+			unsigned int ntiles, unsigned int seg0, unsigned int part, bool share,
+			unsigned int **order, TcJoinStats *stats, TcError *err)
 {
+	const int	k = share ? 0 : -1;
+
 	if (part > 0)
 		return type == TC_FLOAT4 ?
-			order_parts<float>(g, (const float *) x, root, n, d, part, order, stats, err) :
-			order_parts<double>(g, (const double *) x, root, n, d, part, order, stats, err);
+			order_parts<float>(g, (const float *) x, root, n, d, part, share, order, stats, err) :
+			order_parts<double>(g, (const double *) x, root, n, d, part, share, order, stats, err);
 	return type == TC_FLOAT4 ?
-		order_as<float>(g, (const float *) x, root, n, d, ntiles, seg0, order, stats, err) :
-		order_as<double>(g, (const double *) x, root, n, d, ntiles, seg0, order, stats, err);
+		order_as<float>(g, (const float *) x, root, n, d, ntiles, seg0, k, order, stats, err) :
+		order_as<double>(g, (const double *) x, root, n, d, ntiles, seg0, k, order, stats, err);
 }
 
 /* Tile bounds, for pruning tile pairs: ntiles centres (d floats each) and radii. */

@@ -320,11 +320,12 @@ brute_norms(TcGpuJoin *g, TcElemType type, const void *x, unsigned int rows, int
  * centre: their order, tile bounds, FP16 rows, q and rc.  The order is
  * recursive bisection from segments of seg0 tiles (0: all the points), so
  * that segments given (two blocks of a streamed join) never share a tile;
- * part > 0: two sets, each ordered alone (brute_order).
+ * part > 0: two sets, each ordered alone (brute_order).  share: several
+ * GPUs prepare the same whole set(s) and share the ordering's rounds.
  */
 TcStatus
 brute_prepare(TcGpuJoin *g, TcElemType type, unsigned int n, int d, const TcF16Plan &plan,
-			  const double *d_c, unsigned int seg0, unsigned int part, BruteDev &bd,
+			  const double *d_c, unsigned int seg0, unsigned int part, bool share, BruteDev &bd,
 			  unsigned int npad, float **cen, float **rad, TcJoinStats *stats, TcError *err)
 {
 	__half	   *d_h;
@@ -335,7 +336,7 @@ brute_prepare(TcGpuJoin *g, TcElemType type, unsigned int n, int d, const TcF16P
 	cudaStream_t s = g->stream[0];
 	const unsigned int ntiles = npad / BT;
 
-	if ((st = brute_order(g, type, bd.x, bd.root, n, d, ntiles, seg0, part, &d_order, stats, err)) != TC_OK)
+	if ((st = brute_order(g, type, bd.x, bd.root, n, d, ntiles, seg0, part, share, &d_order, stats, err)) != TC_OK)
 		return st;
 	bd.order = d_order;
 	if ((st = brute_tile_bounds(g, type, bd.x, bd.root, d, d_c, d_order, n, ntiles, cen, rad,

@@ -71,6 +71,33 @@ dev_alloc(TcGpuJoin *g, void **ptr, size_t bytes, TcError *err)
 	return TC_OK;
 }
 
+/*
+ * n pieces of one allocation, each 256-byte aligned: one call into the
+ * driver, which several GPUs' threads otherwise take in turn.  They go
+ * together, by dev_free of the first (or with the join).
+ */
+TcStatus
+dev_alloc_parts(TcGpuJoin *g, int n, void **const ptrs[], const size_t sizes[], TcError *err)
+{
+	size_t		total = 0;
+	char	   *base;
+	TcStatus	st;
+
+	for (int i = 0; i < n; i++)
+	{
+		*ptrs[i] = NULL;
+		total += (std::max(sizes[i], (size_t) 8) + 255) & ~(size_t) 255;
+	}
+	if ((st = dev_alloc(g, (void **) &base, total, err)) != TC_OK)
+		return st;
+	for (int i = 0; i < n; i++)
+	{
+		*ptrs[i] = base;
+		base += (std::max(sizes[i], (size_t) 8) + 255) & ~(size_t) 255;
+	}
+	return TC_OK;
+}
+
 void
 dev_free(TcGpuJoin *g, void *ptr)
 {
@@ -263,7 +290,8 @@ wait_event(TcGpuJoin *g, cudaEvent_t ev, const TcSink *sink, TcError *err)
 TcStatus
 get_ring(TcGpuJoin *g, TcError *err)
 {
-	size_t		bytes = sizeof(TcPair) * (size_t) RING_CHUNK * RING_SLOTS;
+	const size_t slots_bytes = sizeof(TcPair) * (size_t) RING_CHUNK * RING_SLOTS;
+	const size_t bytes = slots_bytes + RING_WORDS;
 
 	if (g->ring != NULL)
 		return TC_OK;			/* already held (the upload took it) */
@@ -299,6 +327,7 @@ get_ring(TcGpuJoin *g, TcError *err)
 		if ((st = host_alloc(g, (void **) &g->ring, bytes, cudaHostAllocDefault, err)) != TC_OK)
 			return st;
 	}
+	g->ring_words = (char *) g->ring + slots_bytes;
 	for (int i = 0; i < RING_SLOTS; i++)
 	{
 		CHECK(cudaEventCreateWithFlags(&g->ring_ev[i], cudaEventDisableTiming));

@@ -29,6 +29,7 @@
  */
 #define RING_CHUNK (1u << 19)	/* pairs: 12 MB */
 #define RING_SLOTS 4
+#define RING_WORDS 4096			/* pinned bytes past the ring's slots (get_ring) */
 
 #define OUT_BATCH 8192			/* pairs per sink->emit */
 
@@ -67,6 +68,11 @@ struct GpuShare
 	 * even after that one has failed.
 	 */
 	std::atomic<void *> held[SHARE_SETS][TC_MAX_DEVICES];
+	/*
+	 * share_gather: where each GPU holds set k's order (the brute force's)
+	 * once its own range of it is final (NULL: not yet); the same lifetime.
+	 */
+	std::atomic<void *> parts[SHARE_SETS][TC_MAX_DEVICES];
 };
 
 /*
@@ -216,6 +222,7 @@ struct TcGpuJoin
 	double		next_poll;		/* gpu_poll's next call of sink->poll */
 	TcJoinStats *stats;			/* the join's, for the set-up's time */
 	TcPair	   *ring;			/* RING_SLOTS x RING_CHUNK pinned pairs */
+	void	   *ring_words;		/* RING_WORDS pinned bytes past them, for a batch's counters */
 	bool		ring_cached;	/* one of the process's rings, held by this join */
 	int			ring_slot;		/* which */
 	/* the sink's fold on the device (fold.cu), and its arrays there */
@@ -270,6 +277,8 @@ extern cudaError_t gpu_open_device(int device);
 extern TcStatus gpu_error(TcError *err, const char *what, cudaError_t rc);
 /* Device memory, counted against tcjoin.gpu_memory_limit; freed with the join. */
 extern TcStatus dev_alloc(TcGpuJoin *g, void **ptr, size_t bytes, TcError *err);
+extern TcStatus dev_alloc_parts(TcGpuJoin *g, int n, void **const ptrs[], const size_t sizes[],
+								TcError *err);
 extern void dev_free(TcGpuJoin *g, void *ptr);
 /* Pinned host memory, freed with the join. */
 extern TcStatus host_alloc(TcGpuJoin *g, void **ptr, size_t bytes, unsigned int flags,
@@ -341,6 +350,15 @@ extern TcStatus share_agree_min(TcGpuJoin *g, unsigned long long *v);
  */
 extern TcStatus share_upload(TcGpuJoin *g, int k, void *dst, const void *src, size_t bytes,
 							 size_t unit, TcError *err);
+
+/*
+ * Several GPUs, each making its own range [bounds[i], bounds[i + 1]) (in
+ * bytes, i the GPU's place in the list) of an array of the same layout on
+ * every GPU (the k-th set's, k < SHARE_SETS), its own range final on the
+ * device: the other ranges into dst, copied from the GPUs that made them
+ * as each publishes its own.
+ */
+extern TcStatus share_gather(TcGpuJoin *g, int k, void *dst, const size_t *bounds, TcError *err);
 
 /*
  * A GPU's work ended: its kernels told to stop, its streams waited for

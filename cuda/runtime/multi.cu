@@ -194,39 +194,37 @@ enable_peer(TcGpuJoin *g, int peer)
 		(void) cudaGetLastError();	/* already enabled, or refused: copies go either way */
 }
 
-TcStatus
-share_upload(TcGpuJoin *g, int k, void *dst, const void *src, size_t bytes, size_t unit,
-			 TcError *err)
+/*
+ * dst's range bounds[me] ... of this GPU is final: published in slot, and
+ * the others' ranges copied from their GPUs as they publish theirs.
+ */
+static TcStatus
+gather_ranges(TcGpuJoin *g, std::atomic<void *> *slot, void *dst, const size_t *bounds,
+			  TcError *err)
 {
 	GpuShare   *sh = g->share;
-	const int	ng = sh->ngpus,
-				me = g->share_index;
-	const size_t units = unit > 0 ? bytes / unit : 0;
+	const int	ng = sh->ngpus;
 	bool		have[TC_MAX_DEVICES] = {false};
 	int			left = ng - 1;
 	TcStatus	st;
-	auto		slice = [&](int i) { return units * (size_t) i / (size_t) ng * unit; };
 
-	if ((st = upload(g, (char *) dst + slice(me), (const char *) src + slice(me),
-					 slice(me + 1) - slice(me), g->stream[0], g->sink, err)) != TC_OK)
-		return st;
-	sh->held[k][me].store(dst);
-	have[me] = true;
-	/* the other slices as their GPUs publish them */
+	slot[g->share_index].store(dst);
+	have[g->share_index] = true;
 	while (left > 0)
 	{
 		bool		got = false;
 
 		for (int i = 0; i < ng; i++)
 		{
-			void	   *there = have[i] ? NULL : sh->held[k][i].load();
+			void	   *there = have[i] ? NULL : slot[i].load();
 			int			dev = sh->devices[i];
 
 			if (there == NULL)
 				continue;
 			enable_peer(g, dev);
-			CHECK(cudaMemcpyPeerAsync((char *) dst + slice(i), g->device, (char *) there + slice(i), dev,
-									  slice(i + 1) - slice(i), g->stream[0]));
+			if (bounds[i + 1] > bounds[i])
+				CHECK(cudaMemcpyPeerAsync((char *) dst + bounds[i], g->device, (char *) there + bounds[i],
+										  dev, bounds[i + 1] - bounds[i], g->stream[0]));
 			have[i] = true;
 			left--;
 			got = true;
@@ -235,6 +233,31 @@ share_upload(TcGpuJoin *g, int k, void *dst, const void *src, size_t bytes, size
 			return st;
 	}
 	return gpu_sync(g, g->stream[0], err);
+}
+
+TcStatus
+share_upload(TcGpuJoin *g, int k, void *dst, const void *src, size_t bytes, size_t unit,
+			 TcError *err)
+{
+	GpuShare   *sh = g->share;
+	const int	ng = sh->ngpus,
+				me = g->share_index;
+	const size_t units = unit > 0 ? bytes / unit : 0;
+	size_t		bounds[TC_MAX_DEVICES + 1];
+	TcStatus	st;
+
+	for (int i = 0; i <= ng; i++)
+		bounds[i] = units * (size_t) i / (size_t) ng * unit;
+	if ((st = upload(g, (char *) dst + bounds[me], (const char *) src + bounds[me],
+					 bounds[me + 1] - bounds[me], g->stream[0], g->sink, err)) != TC_OK)
+		return st;
+	return gather_ranges(g, sh->held[k], dst, bounds, err);
+}
+
+TcStatus
+share_gather(TcGpuJoin *g, int k, void *dst, const size_t *bounds, TcError *err)
+{
+	return gather_ranges(g, g->share->parts[k], dst, bounds, err);
 }
 
 /* The fold's output arrays, a GPU's own; its inputs stay the caller's. */
@@ -655,7 +678,10 @@ gpu_join_devices(TcGpuJoin **handle, GpuJoinOne one, void *ctx, const TcPoints *
 	m->share.agreeing.store(0);
 	for (int k = 0; k < SHARE_SETS; k++)
 		for (int i = 0; i < TC_MAX_DEVICES; i++)
+		{
 			m->share.held[k][i].store(NULL);
+			m->share.parts[k][i].store(NULL);
+		}
 	for (int i = 0; i < m->n; i++)
 		m->share.devices[i] = params->devices[i];
 	m->one = one;
