@@ -126,7 +126,7 @@ BruteRun::join_two(int ba, int bb)
 
 	/* without blocks, plan_and_place placed and prepared both sets */
 	if (B > 0 && ((st = place_two(ba, bb, &sa, &rb)) != TC_OK ||
-				  (st = prepare_set(sa + rb, 0, sa)) != TC_OK))
+				  (st = prepare_set(sa + rb, 0, sa, false)) != TC_OK))
 		return st;
 	bd.split_row = sa;
 	bd.shift_lo = (long long) ba * B;
@@ -173,7 +173,7 @@ BruteRun::join_blocks(void)
 		}
 		if (bj > bi && (st = fetch_to(bj, B, &rj)) != TC_OK)
 			return st;
-		if ((st = prepare_set(bj > bi ? B + rj : ri, bj > bi ? B / BT : 0, 0)) != TC_OK)
+		if ((st = prepare_set(bj > bi ? B + rj : ri, bj > bi ? B / BT : 0, 0, false)) != TC_OK)
 			return st;
 		bd.split_row = B;
 		bd.shift_lo = (long long) bi * B;

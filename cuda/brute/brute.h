@@ -242,19 +242,45 @@ extern TcStatus brute_make_plan(TcGpuJoin *g, TcElemType type, unsigned int n, i
 extern TcStatus brute_norms(TcGpuJoin *g, TcElemType type, const void *x, unsigned int rows, int d,
 							unsigned long long first, double *norm, double *root,
 							unsigned long long *zero, TcError *err);
+/*
+ * What brute_prepare leaves to brute_prepare_finish: the order's ranges
+ * still to gather from the other GPUs (several GPUs sharing the order:
+ * set key's, bounds in bytes of the order), then the kernels that read it.
+ */
+struct BrutePrepared
+{
+	TcElemType	type;
+	unsigned int n;
+	unsigned int npad;
+	int			d;
+	TcF16Plan	plan;
+	const double *d_c;
+	float	   *cen;
+	float	   *rad;
+	__half	   *h;				/* bd's, writable */
+	float	   *q;
+	float	   *rc;
+	int			gathers;
+	int			key[2];
+	size_t		bounds[2][TC_MAX_DEVICES + 1];
+};
+
 extern TcStatus brute_prepare(TcGpuJoin *g, TcElemType type, unsigned int n, int d,
 							  const TcF16Plan &plan, const double *d_c, unsigned int seg0,
 							  unsigned int part, bool share, BruteDev &bd, unsigned int npad,
-							  float **cen, float **rad, TcJoinStats *stats, TcError *err);
+							  float **cen, float **rad, BrutePrepared *pp, TcJoinStats *stats,
+							  TcError *err);
+extern TcStatus brute_prepare_finish(TcGpuJoin *g, const BrutePrepared &pp, BruteDev &bd,
+									 TcError *err);
 
 /* order.cu */
 extern TcStatus brute_order(TcGpuJoin *g, TcElemType type, const void *x, const double *root,
 							unsigned int n, int d, unsigned int ntiles, unsigned int seg0,
 							unsigned int part, bool share, unsigned int **order,
-							TcJoinStats *stats, TcError *err);
+							BrutePrepared *pp, TcJoinStats *stats, TcError *err);
 extern TcStatus brute_tile_bounds(TcGpuJoin *g, TcElemType type, const void *x, const double *root,
 								  int d, const double *d_c, const unsigned int *order,
-								  unsigned int n, unsigned int ntiles, float **cen, float **rad,
+								  unsigned int n, unsigned int ntiles, float *cen, float *rad,
 								  TcError *err);
 
 /* prune.cu: one band of squares [u0, u1) into the list; nl: entries, tile pairs kept. */

@@ -276,24 +276,35 @@ BruteRun::plan_and_place(void)
 	if (bd.metric == TC_METRIC_COSINE && (st = zero_rows()) != TC_OK)
 		return st;
 	stats->filter = bd.approx ? "fp16 tensor cores, approximate" : "fp16 tensor cores";
-	/* what fits is prepared here, in the index phase, the self-join's set or the two sets */
-	if (B == 0 && b == NULL && (st = prepare_set(n, 0, 0)) != TC_OK)
+	/*
+	 * What fits is prepared in the index phase, the self-join's set or the
+	 * two sets: ordered and allocated here, finished once the join's other
+	 * buffers are (run).
+	 */
+	if (B == 0 && b == NULL && (st = prepare_set(n, 0, 0, true)) != TC_OK)
 		return st;
-	if (B == 0 && b != NULL && (st = prepare_set(plan_rows, 0, (na + BT - 1) / BT * BT)) != TC_OK)
+	if (B == 0 && b != NULL && (st = prepare_set(plan_rows, 0, (na + BT - 1) / BT * BT, true)) != TC_OK)
 		return st;
 	return TC_OK;
 }
 
-/* The rows at bd.x prepared as the set to join (seg0, part: brute_prepare's). */
+/*
+ * The rows at bd.x prepared as the set to join (seg0, part: brute_prepare's);
+ * defer: brute_prepare_finish left to run().
+ */
 TcStatus
-BruteRun::prepare_set(unsigned int rows, unsigned int seg0, unsigned int part)
+BruteRun::prepare_set(unsigned int rows, unsigned int seg0, unsigned int part, bool defer)
 {
 	unsigned int np = (rows + BT - 1) / BT * BT;
 	/* every GPU holds the whole set(s): they share the ordering */
 	const bool	share = B == 0 && g->share != NULL && g->share->ngpus > 1;
+	TcStatus	st;
 
-	return brute_prepare(g, a->type, rows, d, plan, d_c, seg0, part, share, bd, np, &d_cen, &d_rad,
-						 stats, err);
+	if ((st = brute_prepare(g, a->type, rows, d, plan, d_c, seg0, part, share, bd, np, &d_cen, &d_rad,
+							&prepared, stats, err)) != TC_OK)
+		return st;
+	prepare_pending = defer;
+	return defer ? TC_OK : brute_prepare_finish(g, prepared, bd, err);
 }
 
 /* Result buffers, counters, the ring. */
@@ -642,23 +653,20 @@ BruteRun::run(void)
 {
 	TcStatus	st;
 
-	/* the trace's marks: placed and prepared, digest, result buffers, configured, list and grouping */
+	/* the trace's marks: placed and ordered, result buffers, configured, list and grouping, prepared */
 	double		mark[5];
 
 	if ((st = plan_memory()) != TC_OK || (st = plan_and_place()) != TC_OK)
 		return st;
 	mark[0] = tc_now();
-	if ((st = record_digest()) != TC_OK)
-		return st;
-	mark[1] = tc_now();
 	nt_max = B > 0 ? 2ull * B / BT : npad / BT;
 	if ((st = alloc_results()) != TC_OK)
 		return st;
-	mark[2] = tc_now();
+	mark[1] = tc_now();
 	if ((st = brute_configure(g, major, sms, a->type, rowbytes, B > 0, capacity, d_cnt, bd, &tmap,
 							  &cfg, stats, err)) != TC_OK)
 		return st;
-	mark[3] = tc_now();
+	mark[2] = tc_now();
 	/* Counters cleared (the probe used them) before either stream's first batch. */
 	CHECK(cudaMemsetAsync(d_cnt, 0, sizeof(*d_cnt) * 6, g->stream[0]));
 	CHECK(cudaStreamSynchronize(g->stream[0]));
@@ -672,6 +680,12 @@ BruteRun::run(void)
 	if ((st = alloc_list()) != TC_OK)
 		return st;
 	if (cfg.group && (st = alloc_grouping()) != TC_OK)
+		return st;
+	mark[3] = tc_now();
+	if (prepare_pending && (st = brute_prepare_finish(g, prepared, bd, err)) != TC_OK)
+		return st;
+	prepare_pending = false;
+	if ((st = record_digest()) != TC_OK)
 		return st;
 	mark[4] = tc_now();
 
@@ -703,8 +717,8 @@ BruteRun::run(void)
 		const double base = g->share != NULL ? g->share->t0 : t0;
 
 		fprintf(stderr, "tcjoin trace: GPU %d (entry %d), ms from the join's start: started %.1f, "
-				"uploaded %.1f, planned %.1f, placed and prepared %.1f, digest %.1f, result buffers %.1f, "
-				"configured %.1f, list and grouping %.1f, join phase %.1f to %.1f\n", g->device,
+				"uploaded %.1f, planned %.1f, placed and ordered %.1f, result buffers %.1f, configured %.1f, "
+				"list and grouping %.1f, prepared and digest %.1f, join phase %.1f to %.1f\n", g->device,
 				g->share != NULL ? g->share_index : 0, (t0 - base) * 1e3, (t_uploaded - base) * 1e3,
 				(t_planned - base) * 1e3, (mark[0] - base) * 1e3, (mark[1] - base) * 1e3,
 				(mark[2] - base) * 1e3, (mark[3] - base) * 1e3, (mark[4] - base) * 1e3,

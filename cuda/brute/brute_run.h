@@ -57,6 +57,8 @@ struct BruteRun
 	double	   *d_c;
 	float	   *d_cen;
 	float	   *d_rad;
+	BrutePrepared prepared;		/* the whole set(s)' preparation, finished in run() */
+	bool		prepare_pending;
 
 	/* result buffers, counters */
 	unsigned int capacity;
@@ -97,7 +99,7 @@ struct BruteRun
 	TcStatus	join_two(int ba, int bb);
 	TcStatus	join_pairs_of_blocks(void);
 	TcStatus	plan_and_place(void);
-	TcStatus	prepare_set(unsigned int rows, unsigned int seg0, unsigned int part);
+	TcStatus	prepare_set(unsigned int rows, unsigned int seg0, unsigned int part, bool defer);
 	TcStatus	alloc_results(void);
 	TcStatus	alloc_list(void);
 	TcStatus	alloc_grouping(void);

@@ -265,12 +265,14 @@ split_round(unsigned int n, unsigned int seg_tiles, int ng)
 
 /*
  * share: several GPUs order the same whole set (the k-th, k < SHARE_SETS;
- * -1 alone): split_round's rounds shared out, then gathered (share_gather).
+ * -1 alone): split_round's rounds shared out, the other GPUs' ranges left
+ * to gather (pp; base: the set's first row in the order given back).
  */
 template <typename T>
 static TcStatus
 order_as(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d, unsigned int ntiles,
-		 unsigned int seg0, int share, unsigned int **order, TcJoinStats *stats, TcError *err)
+		 unsigned int seg0, int share, size_t base, unsigned int **order, BrutePrepared *pp,
+		 TcJoinStats *stats, TcError *err)
 {
 	cudaStream_t s = g->stream[0];
 	unsigned int *d_order,
@@ -348,18 +350,17 @@ order_as(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d, un
 		return st;
 	if (split > 0)
 	{
-		size_t		bounds[TC_MAX_DEVICES + 1];
+		size_t	   *bounds = pp->bounds[pp->gathers];
 		unsigned int l,
 					h;
 
 		for (int i = 0; i < g->share->ngpus; i++)
 		{
 			share_rows(n, (unsigned long long) split * BT, i, g->share->ngpus, &l, &h);
-			bounds[i] = sizeof(unsigned int) * l;
-			bounds[i + 1] = sizeof(unsigned int) * h;
+			bounds[i] = sizeof(unsigned int) * (base + l);
+			bounds[i + 1] = sizeof(unsigned int) * (base + h);
 		}
-		if ((st = share_gather(g, share, d_order, bounds, err)) != TC_OK)
-			return st;
+		pp->key[pp->gathers++] = share;
 	}
 	stats->gpu_order_seconds += tc_now() - t_order;
 	if (d_tmp)
@@ -390,7 +391,7 @@ offset_kernel(const unsigned int *src, unsigned int n, unsigned int base, unsign
 template <typename T>
 static TcStatus
 order_parts(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d, unsigned int part,
-			bool share, unsigned int **order, TcJoinStats *stats, TcError *err)
+			bool share, unsigned int **order, BrutePrepared *pp, TcJoinStats *stats, TcError *err)
 {
 	const unsigned int n2 = n - part;
 	unsigned int *o1,
@@ -399,9 +400,11 @@ order_parts(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d,
 	cudaStream_t s = g->stream[0];
 	TcStatus	st;
 
-	if ((st = order_as<T>(g, x, root, part, d, part / BT, 0, share ? 0 : -1, &o1, stats, err)) != TC_OK ||
+	/* each set's ranges gathered later into the one order, b's at part */
+	if ((st = order_as<T>(g, x, root, part, d, part / BT, 0, share ? 0 : -1, 0, &o1, pp, stats,
+						  err)) != TC_OK ||
 		(st = order_as<T>(g, x + (size_t) part * d, root ? root + part : NULL, n2, d,
-						  (n2 + BT - 1) / BT, 0, share ? 1 : -1, &o2, stats, err)) != TC_OK ||
+						  (n2 + BT - 1) / BT, 0, share ? 1 : -1, part, &o2, pp, stats, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_order, sizeof(unsigned int) * n, err)) != TC_OK)
 		return st;
 	CHECK(cudaMemcpyAsync(d_order, o1, sizeof(unsigned int) * part, cudaMemcpyDeviceToDevice, s));
@@ -422,45 +425,39 @@ order_parts(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d,
  * join) never share a tile.  part > 0 (a multiple of BT, below n): two
  * sets, rows [0, part) and the rest, each ordered alone (seg0 unused).
  * share: several GPUs order the same whole sets, each bisecting a share
- * of the segments (order_as).
+ * of the segments (order_as); the others' ranges are left in pp for
+ * share_gather, once every buffer is allocated (brute_prepare_finish).
  */
 TcStatus
 brute_order(TcGpuJoin *g, TcElemType type, const void *x, const double *root, unsigned int n, int d,
 			unsigned int ntiles, unsigned int seg0, unsigned int part, bool share,
-			unsigned int **order, TcJoinStats *stats, TcError *err)
+			unsigned int **order, BrutePrepared *pp, TcJoinStats *stats, TcError *err)
 {
 	const int	k = share ? 0 : -1;
 
+	pp->gathers = 0;
 	if (part > 0)
 		return type == TC_FLOAT4 ?
-			order_parts<float>(g, (const float *) x, root, n, d, part, share, order, stats, err) :
-			order_parts<double>(g, (const double *) x, root, n, d, part, share, order, stats, err);
+			order_parts<float>(g, (const float *) x, root, n, d, part, share, order, pp, stats, err) :
+			order_parts<double>(g, (const double *) x, root, n, d, part, share, order, pp, stats, err);
 	return type == TC_FLOAT4 ?
-		order_as<float>(g, (const float *) x, root, n, d, ntiles, seg0, k, order, stats, err) :
-		order_as<double>(g, (const double *) x, root, n, d, ntiles, seg0, k, order, stats, err);
+		order_as<float>(g, (const float *) x, root, n, d, ntiles, seg0, k, 0, order, pp, stats, err) :
+		order_as<double>(g, (const double *) x, root, n, d, ntiles, seg0, k, 0, order, pp, stats, err);
 }
 
-/* Tile bounds, for pruning tile pairs: ntiles centres (d floats each) and radii. */
+/* Tile bounds, for pruning tile pairs: ntiles centres (d floats each, at d_cen) and radii. */
 TcStatus
 brute_tile_bounds(TcGpuJoin *g, TcElemType type, const void *x, const double *root, int d,
 				  const double *d_c, const unsigned int *order, unsigned int n, unsigned int ntiles,
-				  float **cen, float **rad, TcError *err)
+				  float *d_cen, float *d_rad, TcError *err)
 {
 	cudaStream_t s = g->stream[0];
-	float	   *d_cen,
-			   *d_rad;
-	TcStatus	st;
 
-	if ((st = dev_alloc(g, (void **) &d_cen, sizeof(float) * (size_t) d * ntiles, err)) != TC_OK ||
-		(st = dev_alloc(g, (void **) &d_rad, sizeof(float) * ntiles, err)) != TC_OK)
-		return st;
 	if (type == TC_FLOAT4)
 		bounds_kernel<float><<<ntiles, BT, 0, s>>>((const float *) x, root, d, d_c, order, n, d_cen, d_rad);
 	else
 		bounds_kernel<double><<<ntiles, BT, 0, s>>>((const double *) x, root, d, d_c, order, n, d_cen,
 													 d_rad);
 	CHECK(cudaGetLastError());
-	*cen = d_cen;
-	*rad = d_rad;
 	return TC_OK;
 }

@@ -317,54 +317,84 @@ brute_norms(TcGpuJoin *g, TcElemType type, const void *x, unsigned int rows, int
 
 /*
  * The n points at bd.x (npad with the padding), given the plan and the
- * centre: their order, tile bounds, FP16 rows, q and rc.  The order is
- * recursive bisection from segments of seg0 tiles (0: all the points), so
- * that segments given (two blocks of a streamed join) never share a tile;
- * part > 0: two sets, each ordered alone (brute_order).  share: several
- * GPUs prepare the same whole set(s) and share the ordering's rounds.
+ * centre: their order, and the buffers of their tile bounds, FP16 rows, q
+ * and rc, into bd; brute_prepare_finish fills them (pp: what it needs).
+ * The order is recursive bisection from segments of seg0 tiles (0: all
+ * the points), so that segments given (two blocks of a streamed join)
+ * never share a tile; part > 0: two sets, each ordered alone
+ * (brute_order).  share: several GPUs prepare the same whole set(s) and
+ * share the ordering's rounds; each GPU gathers the others' part of the
+ * order once every buffer here is allocated, so that the driver's calls
+ * (which the GPUs' threads take in turn) are not what starts their join
+ * phases apart.
  */
 TcStatus
 brute_prepare(TcGpuJoin *g, TcElemType type, unsigned int n, int d, const TcF16Plan &plan,
 			  const double *d_c, unsigned int seg0, unsigned int part, bool share, BruteDev &bd,
-			  unsigned int npad, float **cen, float **rad, TcJoinStats *stats, TcError *err)
+			  unsigned int npad, float **cen, float **rad, BrutePrepared *pp, TcJoinStats *stats,
+			  TcError *err)
 {
 	__half	   *d_h;
 	float	   *d_q,
 			   *d_rc;
 	unsigned int *d_order;
 	TcStatus	st;
-	cudaStream_t s = g->stream[0];
 	const unsigned int ntiles = npad / BT;
 
-	if ((st = brute_order(g, type, bd.x, bd.root, n, d, ntiles, seg0, part, share, &d_order, stats, err)) != TC_OK)
+	if ((st = brute_order(g, type, bd.x, bd.root, n, d, ntiles, seg0, part, share, &d_order, pp, stats,
+						  err)) != TC_OK)
 		return st;
 	bd.order = d_order;
-	if ((st = brute_tile_bounds(g, type, bd.x, bd.root, d, d_c, d_order, n, ntiles, cen, rad,
-								 err)) != TC_OK)
-		return st;
 
 	/*
 	 * Rows a multiple of 1 KB apart put a tile's 128 rows on few L2 sets
 	 * and memory channels: such rows get 128 bytes more (zeros; make_plan).
 	 */
-	if ((st = dev_alloc(g, (void **) &d_h, sizeof(__half) * (size_t) npad * bd.hpitch, err)) != TC_OK ||
+	if ((st = dev_alloc(g, (void **) cen, sizeof(float) * (size_t) d * ntiles, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) rad, sizeof(float) * ntiles, err)) != TC_OK ||
+		(st = dev_alloc(g, (void **) &d_h, sizeof(__half) * (size_t) npad * bd.hpitch, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_q, sizeof(float) * npad, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_rc, sizeof(float) * npad, err)) != TC_OK)
 		return st;
-	if (type == TC_FLOAT4)
-		convert_kernel<float><<<(unsigned int) (((size_t) npad * WARP + 255) / 256), 256, 0, s>>>(
-			(const float *) bd.x, n, npad, d, bd.hpitch, bd, d_c, plan, d_h, d_q, d_rc);
-	else
-		convert_kernel<double><<<(unsigned int) (((size_t) npad * WARP + 255) / 256), 256, 0, s>>>(
-			(const double *) bd.x, n, npad, d, bd.hpitch, bd, d_c, plan, d_h, d_q, d_rc);
-	CHECK(cudaGetLastError());
-	if ((st = gpu_sync(g, s, err)) != TC_OK)
-		return st;
-
 	bd.h = d_h;
 	bd.q = d_q;
 	bd.rc = d_rc;
 	bd.n = n;
-	bd.ntiles = npad / BT;
+	bd.ntiles = ntiles;
+	pp->type = type;
+	pp->n = n;
+	pp->npad = npad;
+	pp->d = d;
+	pp->plan = plan;
+	pp->d_c = d_c;
+	pp->cen = *cen;
+	pp->rad = *rad;
+	pp->h = d_h;
+	pp->q = d_q;
+	pp->rc = d_rc;
 	return TC_OK;
+}
+
+/* The order's other ranges (several GPUs), then the tile bounds, FP16 rows, q and rc. */
+TcStatus
+brute_prepare_finish(TcGpuJoin *g, const BrutePrepared &pp, BruteDev &bd, TcError *err)
+{
+	cudaStream_t s = g->stream[0];
+	TcStatus	st;
+
+	for (int i = 0; i < pp.gathers; i++)
+		if ((st = share_gather(g, pp.key[i], (void *) bd.order, pp.bounds[i], err)) != TC_OK)
+			return st;
+	if ((st = brute_tile_bounds(g, pp.type, bd.x, bd.root, pp.d, pp.d_c, bd.order, pp.n,
+								 pp.npad / BT, pp.cen, pp.rad, err)) != TC_OK)
+		return st;
+	if (pp.type == TC_FLOAT4)
+		convert_kernel<float><<<(unsigned int) (((size_t) pp.npad * WARP + 255) / 256), 256, 0, s>>>(
+			(const float *) bd.x, pp.n, pp.npad, pp.d, bd.hpitch, bd, pp.d_c, pp.plan, pp.h, pp.q, pp.rc);
+	else
+		convert_kernel<double><<<(unsigned int) (((size_t) pp.npad * WARP + 255) / 256), 256, 0, s>>>(
+			(const double *) bd.x, pp.n, pp.npad, pp.d, bd.hpitch, bd, pp.d_c, pp.plan, pp.h, pp.q,
+			pp.rc);
+	CHECK(cudaGetLastError());
+	return gpu_sync(g, s, err);
 }
