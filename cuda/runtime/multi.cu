@@ -4,8 +4,9 @@
  *		join on its own device, taking its units of work from one queue
  *		(GpuShare), and the caller's thread hands their pairs to the sink.
  *
- * Every GPU prepares the whole input alike (the brute force's order and
- * the grid's index are deterministic: no atomics decide them), so a unit
+ * Every GPU prepares the whole input alike (the brute force's order, whose
+ * later rounds the GPUs share out and gather, and the grid's index are
+ * deterministic: no atomics decide them), so a unit
  * (a run of tile squares, a pair of streamed blocks, a batch of grid work
  * items) means the same point pairs on each; each GPU records a digest of
  * what numbers its units, and a join whose GPUs disagree fails rather than
