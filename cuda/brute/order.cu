@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "brute.h"
+#include "order_split.h"
 
 /* ---------- order and tile pruning ---------- */
 
@@ -207,65 +208,9 @@ bounds_kernel(const T *x, const double *root, int d, const double *c, const unsi
 
 /* ---------- host ---------- */
 
-/* Rows [lo, hi) of the segments of seg rows that GPU i of ng bisects further (split_round). */
-static void
-share_rows(unsigned int n, unsigned long long seg, int i, int ng, unsigned int *lo, unsigned int *hi)
-{
-	unsigned long long nseg = (n + seg - 1) / seg;
-
-	*lo = (unsigned int) std::min(nseg * (unsigned long long) i / (unsigned long long) ng * seg,
-								  (unsigned long long) n);
-	*hi = (unsigned int) std::min(nseg * (unsigned long long) (i + 1) / (unsigned long long) ng * seg,
-								  (unsigned long long) n);
-}
-
-/*
- * Several GPUs ordering one whole set: the segment size (in tiles) from
- * whose round on each GPU bisects only its share of the segments and
- * copies the rest from the others (the rounds below are each segment's
- * own, so the order is the one a GPU alone makes); 0 for every round on
- * every GPU.  The cost is in rounds over the whole set (each reads every
- * row): the rounds before the split, then the largest share a round; a
- * split must save at least one.
- */
-static unsigned int
-split_round(unsigned int n, unsigned int seg_tiles, int ng)
-{
-	int			total = 0,
-				before = 0;
-	unsigned int best = 0;
-	double		best_cost;
-
-	for (unsigned int s = seg_tiles; s > 1; s /= 2)
-		total++;
-	best_cost = total - 1.0;
-	for (unsigned int s = seg_tiles; s > 1; s /= 2, before++)
-	{
-		const unsigned long long seg = (unsigned long long) s * BT;
-		unsigned int most = 0;
-
-		if ((n + seg - 1) / seg < (unsigned long long) ng)
-			continue;
-		for (int i = 0; i < ng; i++)
-		{
-			unsigned int lo,
-						hi;
-
-			share_rows(n, seg, i, ng, &lo, &hi);
-			most = std::max(most, hi - lo);
-		}
-		if (before + (total - before) * (double) most / n < best_cost)
-		{
-			best_cost = before + (total - before) * (double) most / n;
-			best = s;
-		}
-	}
-	return best;
-}
-
 /*
  * share: several GPUs order the same whole set (the k-th, k < SHARE_SETS;
- * -1 alone): split_round's rounds shared out, the other GPUs' ranges left
+ * -1 alone): tc_order_split_round's rounds shared out, the other GPUs' ranges left
  * to gather (pp; base: the set's first row in the order given back).
  */
 template <typename T>
@@ -294,7 +239,7 @@ order_as(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d, un
 	if (seg0 > 0)
 		seg_tiles = seg0;
 	if (share >= 0 && seg0 == 0 && g->share != NULL && g->share->ngpus > 1)
-		split = split_round(n, seg_tiles, g->share->ngpus);
+		split = tc_order_split_round(n, seg_tiles, g->share->ngpus, BT);
 	if ((st = dev_alloc(g, (void **) &d_order, sizeof(unsigned int) * n, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_order2, sizeof(unsigned int) * n, err)) != TC_OK ||
 		(st = dev_alloc(g, (void **) &d_key, sizeof(unsigned int) * n, err)) != TC_OK ||
@@ -314,7 +259,7 @@ order_as(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d, un
 		size_t		need = 0;
 
 		if (seg_tiles == split)
-			share_rows(n, seg, g->share_index, g->share->ngpus, &lo, &hi);
+			tc_order_share_rows(n, seg, g->share_index, g->share->ngpus, &lo, &hi);
 		/* rows [lo, hi): lo a multiple of seg, so the segments are the whole set's */
 		m = hi - lo;
 		nseg = (m + seg - 1) / seg;
@@ -356,7 +301,7 @@ order_as(TcGpuJoin *g, const T *x, const double *root, unsigned int n, int d, un
 
 		for (int i = 0; i < g->share->ngpus; i++)
 		{
-			share_rows(n, (unsigned long long) split * BT, i, g->share->ngpus, &l, &h);
+			tc_order_share_rows(n, (uint64_t) split * BT, i, g->share->ngpus, &l, &h);
 			bounds[i] = sizeof(unsigned int) * (base + l);
 			bounds[i + 1] = sizeof(unsigned int) * (base + h);
 		}

@@ -181,6 +181,7 @@ void		test_signals(void);			/* test_threads.c */
 void		test_thread_cap(void);
 void		test_device_choice(void);	/* test_device.c */
 void		test_gpu_split(void);	/* test_device.c */
+void		test_order_split(void);	/* test_order_split.c */
 void		test_metrics(void);		/* test_metrics.c */
 /* The dot-product metrics' contract dist of a's i and b's j, from the README (test_metrics.c). */
 double		metric_ref(TcMetric m, const TcPoints *a, int64_t i, const TcPoints *b, int64_t j);

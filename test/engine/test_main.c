@@ -66,6 +66,7 @@ static const struct
 	{"threads", test_thread_cap},
 	{"device", test_device_choice},
 	{"gpu-split", test_gpu_split},
+	{"order-split", test_order_split},
 	{"metrics", test_metrics},
 	{"int8-dot", test_int8_dot},
 	{"graph", test_graph},
