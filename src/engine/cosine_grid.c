@@ -205,7 +205,7 @@ tc_cosine_grid_run(TcJoin *join, bool *ran, TcError *err)
 			if (dist <= join->params.eps && add_pair(cg, i, i, dist) != 0)
 				return TC_STOPPED;
 		}
-	sink = (TcSink) {recheck_emit, outer_poll, cg, 0, NULL, NULL};
+	sink = (TcSink) {recheck_emit, outer_poll, cg, 0, NULL, NULL, NULL};
 	st = tc_join_run(cg->inner, &sink, err);
 	if (st == TC_OK && flush(cg) != 0)
 		st = TC_STOPPED;

@@ -541,6 +541,9 @@ advance(const GridSet *s, int64_t from, int64_t key)
 	return lower_bound(s, from, key > 0 ? (uint64_t) key : 0);
 }
 
+/* Points of a named to a sink's prefetch ahead of the cell being joined. */
+#define GRID_PREFETCH_AHEAD 8
+
 static void
 grid_run_item(TcJoin *join, TcWorker *w, int64_t item)
 {
@@ -551,6 +554,10 @@ grid_run_item(TcJoin *join, TcWorker *w, int64_t item)
 	const int	k = g->p.k;
 	const int	last = k - 1;
 	int64_t		cursor[TC_GRID_MAX_ROWS];	/* one per neighbour row */
+	/* a two-set join's points of a named to the sink's prefetch, up to pf_end */
+	int64_t		pf = it->p0 >= 0 ? it->p0 : as->cell_start[it->c0];
+	const int64_t pf_end = join->self || w->prefetch == NULL ? pf :
+		it->p0 >= 0 ? it->p1 : as->cell_start[it->c1];
 
 	/*
 	 * Each row's probe target only grows with the cell key, so a cursor per
@@ -574,6 +581,9 @@ grid_run_item(TcJoin *join, TcWorker *w, int64_t item)
 			return;
 		for (int j = 0; j < k; j++)
 			cc[j] = (int64_t) (((uint64_t) key / g->p.stride[j]) % (uint64_t) g->p.ncell[j]);
+		/* this cell's points and the next few, ahead of their pairs */
+		for (; pf < pf_end && pf < i1 + GRID_PREFETCH_AHEAD; pf++)
+			w->prefetch(w->reduce_arg, as->perm[pf]);
 
 		if (join->self)
 		{

@@ -602,6 +602,7 @@ setup_workers(TcJoin *join, TcError *err)
 
 		w->join = join;
 		w->reduce = join->sink ? join->sink->reduce : NULL;
+		w->prefetch = w->reduce ? join->sink->prefetch : NULL;
 		w->reduce_arg = join->sink ? join->sink->arg : NULL;
 		w->batch = join->free_list;
 		join->free_list = w->batch->next;

@@ -277,6 +277,13 @@ typedef struct TcSink
 	void		(*reduce) (void *arg, int64_t a, int64_t b, double dist);
 	/* Where set, a GPU join folds its pairs on the device (above). */
 	TcDeviceFold *fold;
+	/*
+	 * Where set with reduce, a hint: the CPU's grid, in a two-set join,
+	 * names each point of a some points before its pairs come, so that
+	 * reduce's state for it (a list in memory far larger than the caches)
+	 * is on its way.  It must not block or fail.
+	 */
+	void		(*prefetch) (void *arg, int64_t a);
 } TcSink;
 
 typedef enum TcStatus
@@ -544,6 +551,8 @@ extern int	tc_graph_emit(void *graph, const TcPair *pairs, size_t count);
  * stops the join where memory runs out; a reduce could not).
  */
 extern void (*tc_graph_reducer(const TcGraph *g)) (void *graph, int64_t a, int64_t b, double dist);
+/* A TcSink's prefetch for the graph, or NULL where its reduce keeps nothing per point worth it. */
+extern void (*tc_graph_prefetcher(const TcGraph *g)) (void *graph, int64_t a);
 
 /* Nonzero where memory ran out while pairs came (neighbour lists, the nearest). */
 extern bool tc_graph_failed(const TcGraph *g);

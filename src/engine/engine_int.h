@@ -47,6 +47,7 @@ struct TcWorker
 	uint64_t	rechecked;		/* pairs a filter kept for the exact sum */
 	/* the sink's reduce (TcSink), where set: pairs go there, counted, not into batches */
 	void		(*reduce) (void *arg, int64_t a, int64_t b, double dist);
+	void		(*prefetch) (void *arg, int64_t a);	/* the sink's, with reduce */
 	void	   *reduce_arg;
 	uint64_t	reduced;
 	void	   *scratch;		/* a back end's per-worker buffer (malloc) */

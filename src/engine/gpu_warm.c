@@ -48,7 +48,7 @@ warm_join(int64_t n, int32_t d, double eps)
 	float	   *x = malloc(sizeof(float) * (size_t) n * (size_t) d);
 	TcPoints	a = {x, n, d, TC_FLOAT4};
 	TcJoinParams params = {0};
-	TcSink		sink = {drop_pairs, NULL, NULL, 0, NULL, NULL};
+	TcSink		sink = {drop_pairs, NULL, NULL, 0, NULL, NULL, NULL};
 	TcError		err;
 	TcJoin	   *join;
 

@@ -579,6 +579,18 @@ reduce_nearest(void *graph, int64_t a, int64_t b, double dist)
 	nb_add(&((TcGraph *) graph)->nb, a, b, dist);
 }
 
+/* The k nearest: a's row of the lists toward the cache before its pairs come. */
+static void
+prefetch_nearest(void *graph, int64_t a)
+{
+	nb_prefetch(&((TcGraph *) graph)->nb, a);
+}
+
+void		(*tc_graph_prefetcher(const TcGraph *g)) (void *graph, int64_t a)
+{
+	return g->kind == TC_GRAPH_NEAREST && g->k > 0 ? prefetch_nearest : NULL;
+}
+
 void		(*tc_graph_reducer(const TcGraph *g)) (void *graph, int64_t a, int64_t b, double dist)
 {
 	switch (g->kind)

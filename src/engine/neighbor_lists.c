@@ -114,6 +114,18 @@ nb_ensure(NbLists *nl)
 	return atomic_load_explicit(&nl->made, memory_order_acquire);
 }
 
+void
+nb_prefetch(NbLists *nl, int64_t i)
+{
+	if (atomic_load_explicit(&nl->made, memory_order_acquire))
+	{
+		if (nl->rows != NULL)
+			__builtin_prefetch(nl->rows + (size_t) i * nl->row_bytes, 1, 3);
+		else
+			__builtin_prefetch(&nl->lists[i], 1, 3);
+	}
+}
+
 bool
 nb_lists_made(const NbLists *nl)
 {

@@ -62,6 +62,9 @@ extern void nb_add_locked(NbLists *nl, int64_t i, int64_t other, double dist);
 extern void nb_add_sorted(NbLists *nl, int64_t i, const int64_t *other, const double *dist,
 						  int len);
 
+/* A hint: point i's list toward the cache (nothing before the lists are made). */
+extern void nb_prefetch(NbLists *nl, int64_t i);
+
 /* Whether any pair came (the lists' memory made). */
 extern bool nb_lists_made(const NbLists *nl);
 /*

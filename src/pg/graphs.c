@@ -135,7 +135,7 @@ graph_join(GraphCall *gc)
 	{
 		/* the CPU's workers reduce pairs where the kind allows; the GPU's come in chunks */
 		TcSink		to = {tc_graph_emit, NULL, gc->graph, TC_GRAPH_BATCH_HINT,
-		tc_graph_reducer(gc->graph), tc_graph_fold(gc->graph)};
+		tc_graph_reducer(gc->graph), tc_graph_fold(gc->graph), tc_graph_prefetcher(gc->graph)};
 
 		graph_check(gc, "for DBSCAN's per-point state", NULL);
 		tc_run_join_sink(&gc->loaded, NULL, &gc->params, &to, gc->mcxt, &gc->rs.join);
@@ -515,7 +515,7 @@ tc_nearest_rows(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params
 		 * a GPU on the device (the fold); the other pairs come in chunks.
 		 */
 		TcSink		to = {tc_graph_emit, NULL, graph, TC_GRAPH_BATCH_HINT, tc_graph_reducer(graph),
-		tc_graph_fold(graph)};
+		tc_graph_fold(graph), tc_graph_prefetcher(graph)};
 
 		tc_run_join_sink(a, b, params, &to, mcxt, &rs->join);
 		tc_graph_after_join(graph);

@@ -228,7 +228,7 @@ tc_run_join(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
 	st.row_data = tc_row_template(desc, mcxt, &st.slot);
 	/* the rows' callback never asks to stop */
 	{
-		TcSink		to = {emit_pairs, NULL, &st, 0, NULL, NULL};
+		TcSink		to = {emit_pairs, NULL, &st, 0, NULL, NULL, NULL};
 
 		tc_run_join_sink(a, b, params, &to, mcxt, &stats->join);
 	}

@@ -243,7 +243,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	TcError		err;
 	TcJoin	   *join;
 	Sink		s = {{0}};
-	TcSink		sink = {sink_emit, sink_poll, &s, 0, NULL, NULL};
+	TcSink		sink = {sink_emit, sink_poll, &s, 0, NULL, NULL, NULL};
 	TcJoinStats stats;
 	PairVec		want = {0};
 	TcStatus	st;

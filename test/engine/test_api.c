@@ -152,7 +152,7 @@ test_invalid(void)
 			/* Accepted: it must then behave like a valid join. */
 			PairVec		want = {0};
 			Collector	c;
-			TcSink		sink = {collect_emit, collect_poll, &c, 0, NULL, NULL};
+			TcSink		sink = {collect_emit, collect_poll, &c, 0, NULL, NULL, NULL};
 			TcStatus	st;
 
 			memset(&c, 0, sizeof(c));

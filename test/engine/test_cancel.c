@@ -64,7 +64,7 @@ cancel_case(const char *what, const TcPoints *p, const TcPoints *b, TcJoinParams
 			double after_s, bool jump, int want_grid_dims)
 {
 	TcError		err;
-	TcSink		sink = {cancel_emit, cancel_poll, NULL, 0, NULL, NULL};
+	TcSink		sink = {cancel_emit, cancel_poll, NULL, 0, NULL, NULL, NULL};
 	CancelSink	s = {0};
 	TcJoin	   *volatile join;
 	volatile TcStatus st = TC_OK;

@@ -184,7 +184,7 @@ test_device_choice(void)
 		TcJoinParams p = make_params(0.01, TC_METHOD_AUTO, 2, false);
 		PairVec		want = {0};
 		Collector	c;
-		TcSink		sink = {collect_emit, collect_poll, &c, 0, NULL, NULL};
+		TcSink		sink = {collect_emit, collect_poll, &c, 0, NULL, NULL, NULL};
 
 		p.device = TC_DEVICE_AUTO;
 		memset(&c, 0, sizeof(c));

@@ -149,7 +149,8 @@ graph_of(const TcPoints *p, const int64_t *ids, const TcJoinParams *params, TcGr
 	for (int pass = 0; pass < (kind == TC_GRAPH_DBSCAN ? 2 : 1) && g; pass++)
 	{
 		TcJoin	   *j = tc_join_create(p, NULL, params, &err);
-		TcSink		sink = {tc_graph_emit, NULL, g, 0, g_reduce ? tc_graph_reducer(g) : NULL, NULL};
+		TcSink		sink = {tc_graph_emit, NULL, g, 0, g_reduce ? tc_graph_reducer(g) : NULL, NULL,
+		g_reduce ? tc_graph_prefetcher(g) : NULL};
 		TcStatus	st = j ? tc_join_run(j, &sink, &err) : err.status;
 
 		CHECK(st == TC_OK, "join failed: %s", err.message);

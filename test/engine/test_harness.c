@@ -184,7 +184,7 @@ run_and_check(const TcPoints *a, const TcPoints *b, const TcJoinParams *params,
 {
 	TcError		err;
 	TcJoinStats stats;
-	TcSink		sink = {collect_emit, collect_poll, c, 0, NULL, NULL};
+	TcSink		sink = {collect_emit, collect_poll, c, 0, NULL, NULL, NULL};
 	TcJoin	   *join;
 	TcStatus	st;
 	int64_t		na = a->n;

@@ -321,7 +321,7 @@ join_through(const TcPoints *a, const TcPoints *b, TcMetric m, double eps, TcDot
 	const TcPoints *bb = b ? b : a;
 	TcJoinParams params = make_params(eps, TC_METHOD_BRUTE, threads, false);
 	Collector	c;
-	TcSink		sink = {collect_emit, collect_poll, &c, 0, NULL, NULL};
+	TcSink		sink = {collect_emit, collect_poll, &c, 0, NULL, NULL, NULL};
 	TcJoinStats st;
 	TcError		err;
 	TcJoin	   *join;

@@ -177,7 +177,7 @@ metric_error_case(const char *label, const TcPoints *a, const TcPoints *b,
 	TcJoin	   *join;
 	TcStatus	st = TC_OK;
 	Collector	c;
-	TcSink		sink = {collect_emit, collect_poll, &c, 0, NULL, NULL};
+	TcSink		sink = {collect_emit, collect_poll, &c, 0, NULL, NULL, NULL};
 
 	case_begin("metrics: %s", label);
 	memset(&c, 0, sizeof(c));

@@ -141,7 +141,7 @@ nearest_by_join(const TcPoints *a, const TcPoints *b, const int64_t *ids_b,
 	j = tc_join_create(a, b, params, &err);
 	{
 		TcSink		sink = {tc_graph_emit, NULL, g, TC_GRAPH_BATCH_HINT,
-		reduce ? tc_graph_reducer(g) : NULL, NULL};
+		reduce ? tc_graph_reducer(g) : NULL, NULL, reduce ? tc_graph_prefetcher(g) : NULL};
 
 		st = j ? tc_join_run(j, &sink, &err) : err.status;
 	}
@@ -441,7 +441,7 @@ nearest_split(void)
 		SplitCheck	chk;
 		TcError		err;
 		TcJoin	   *j;
-		TcSink		sink = {split_emit, NULL, &chk, 0, split_reduce, NULL};
+		TcSink		sink = {split_emit, NULL, &chk, 0, split_reduce, NULL, NULL};
 		TcStatus	st;
 
 		if (metric == TC_METRIC_INNER_PRODUCT && method == TC_METHOD_GRID)
@@ -511,7 +511,7 @@ iso_nearest_stop(void)
 		TcGraph    *g = tc_graph_create_nearest(n, ids, n, 4, 2, &err);
 		TcJoin	   *j = tc_join_create(&a, &b, &params, &err);
 		TcSink		sink = {tc_graph_emit, stop_poll, g, TC_GRAPH_BATCH_HINT,
-		reduce ? tc_graph_reducer(g) : NULL, NULL};
+		reduce ? tc_graph_reducer(g) : NULL, NULL, reduce ? tc_graph_prefetcher(g) : NULL};
 		TcStatus	st;
 		double		late;
 

@@ -101,7 +101,7 @@ static TcStatus
 run_stop_sink(const TcPoints *p, TcJoinParams params, StopSink *s, TcJoinStats *stats)
 {
 	TcError		err;
-	TcSink		sink = {stop_emit, stop_poll, s, 0, NULL, NULL};
+	TcSink		sink = {stop_emit, stop_poll, s, 0, NULL, NULL, NULL};
 	TcJoin	   *join = tc_join_create(p, NULL, &params, &err);
 	TcStatus	st;
 
@@ -260,7 +260,7 @@ iso_longjmp(void)
 {
 	TcPoints	p;
 	TcError		err;
-	TcSink		sink = {jump_emit, jump_poll, NULL, 0, NULL, NULL};
+	TcSink		sink = {jump_emit, jump_poll, NULL, 0, NULL, NULL, NULL};
 	TcJoin	   *join;
 
 	big_points(&p, BIG_N);

@@ -154,7 +154,7 @@ iso_signals(void)
 	TcPoints	p;
 	Rng			r;
 	SigSink		s = {0};
-	TcSink		sink = {sig_emit, sig_poll, &s, 0, NULL, NULL};
+	TcSink		sink = {sig_emit, sig_poll, &s, 0, NULL, NULL, NULL};
 	TcError		err;
 	TcJoinParams params = make_params(0.05, g_sig_method, 4, false);
 	TcJoin	   *join;
@@ -220,7 +220,7 @@ test_thread_cap(void)
 	{
 		TcJoinParams params = make_params(eps, methods[m], 1024, false);
 		Collector	c = {0};
-		TcSink		sink = {collect_emit, collect_poll, &c, 0, NULL, NULL};
+		TcSink		sink = {collect_emit, collect_poll, &c, 0, NULL, NULL, NULL};
 		TcError		err;
 		TcJoinStats stats;
 		TcJoin	   *join;

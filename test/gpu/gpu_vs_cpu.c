@@ -155,7 +155,7 @@ TcStatus
 run_join(const TcPoints *a, const TcPoints *b, TcJoinParams params, Collect *c,
 		 TcJoinStats *stats, TcError *err)
 {
-	TcSink		sink = {collect, poll_cb, c, 0, NULL, NULL};
+	TcSink		sink = {collect, poll_cb, c, 0, NULL, NULL, NULL};
 	TcOverrides ov = g_overrides;
 	TcJoin	   *j;
 	TcStatus	st;

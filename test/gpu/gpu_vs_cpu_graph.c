@@ -37,7 +37,7 @@ graph_join(const TcPoints *p, TcJoinParams params, TcGraph *g, uint64_t *pairs,
 		   uint64_t *emitted, TcError *err)
 {
 	Counted		c = {g, 0};
-	TcSink		sink = {counted_emit, NULL, &c, TC_GRAPH_BATCH_HINT, NULL, tc_graph_fold(g)};
+	TcSink		sink = {counted_emit, NULL, &c, TC_GRAPH_BATCH_HINT, NULL, tc_graph_fold(g), NULL};
 	TcJoinStats stats;
 	TcJoin	   *j;
 	TcStatus	st;

@@ -30,7 +30,7 @@ nearest(const TcPoints *a, const TcPoints *b, const int64_t *ids_b, TcJoinParams
 	TcGraph    *g = tc_graph_create_nearest(a->n, ids_b, b->n, k, 4, err);
 	Counted		ns = {g, 0};
 	TcSink		sink = {counted_emit, NULL, &ns, TC_GRAPH_BATCH_HINT,
-		g && tc_graph_reducer(g) ? counted_reduce : NULL, g ? tc_graph_fold(g) : NULL};
+		g && tc_graph_reducer(g) ? counted_reduce : NULL, g ? tc_graph_fold(g) : NULL, NULL};
 	TcJoin	   *j;
 	TcStatus	st;
 
