@@ -464,6 +464,8 @@ extern int	tc_start_thread(pthread_t *th, void *(*fn) (void *), void *arg);
  * for transparent huge pages (prefault.c); free with free().
  */
 extern void *tc_malloc_huge(size_t bytes);
+/* The same, zeroed (calloc's way: no pass of zeros over fresh memory). */
+extern void *tc_calloc_huge(size_t bytes);
 
 /*
  * The usable GPUs: fills up to max (at most TC_MAX_DEVICES) entries of out

@@ -78,15 +78,16 @@ nb_make(NbLists *nl)
 	{
 		nl->row_bytes = NB_HEAD_BYTES + sizeof(NbEntry) * (size_t) nl->k;
 		/*
-		 * On huge pages and zeroed at once: the pairs reach the rows in
-		 * the order of the other set's cells, and a fault or a TLB miss
-		 * for each 4 KB page touched that way cost more than the rows'
-		 * updates.
+		 * On huge pages: the pairs reach the rows in the order of the
+		 * other set's cells, and a fault or a TLB miss for each 4 KB page
+		 * touched that way cost more than the rows' updates.  Zeroed by
+		 * calloc, which leaves fresh memory as the kernel gave it, so
+		 * that the thread bringing the first pair does not zero it all
+		 * while the others wait.
 		 */
-		nl->rows_alloc = tc_malloc_huge(rows * nl->row_bytes + 64);
+		nl->rows_alloc = tc_calloc_huge(rows * nl->row_bytes + 64);
 		if (nl->rows_alloc != NULL)
 		{
-			memset(nl->rows_alloc, 0, rows * nl->row_bytes + 64);
 			nl->rows = (char *) (((uintptr_t) nl->rows_alloc + 63) & ~(uintptr_t) 63);
 			return true;
 		}

@@ -106,17 +106,14 @@ tc_prefault_stop(TcPrefault *pf)
 }
 
 /*
- * malloc for a large fresh buffer that is filled at once: its whole 2 MB
- * pages marked for transparent huge pages (in madvise mode the kernel
- * gives them only where asked), so that filling it faults once per 2 MB
- * instead of once per 4 KB page; on this kind of host the faults, not the
- * writes, were most of a fill.  Free with free().
+ * A large buffer's whole 2 MB pages marked for transparent huge pages (in
+ * madvise mode the kernel gives them only where asked), so that filling
+ * it faults once per 2 MB instead of once per 4 KB page; on this kind of
+ * host the faults, not the writes, were most of a fill.
  */
-void *
-tc_malloc_huge(size_t bytes)
+static void *
+mark_huge(void *p, size_t bytes)
 {
-	void	   *p = malloc(bytes > 0 ? bytes : 1);
-
 #ifdef MADV_HUGEPAGE
 	if (p != NULL && bytes >= TC_PREFAULT_CHUNK)
 	{
@@ -128,4 +125,22 @@ tc_malloc_huge(size_t bytes)
 	}
 #endif
 	return p;
+}
+
+/* malloc for a large fresh buffer that is filled at once (mark_huge); free with free(). */
+void *
+tc_malloc_huge(size_t bytes)
+{
+	return mark_huge(malloc(bytes > 0 ? bytes : 1), bytes);
+}
+
+/*
+ * calloc marked as tc_malloc_huge's: a buffer this large comes fresh from
+ * the kernel, already zero, so no thread writes its zeros before use; its
+ * pages are zeroed where and when they are first touched.
+ */
+void *
+tc_calloc_huge(size_t bytes)
+{
+	return mark_huge(calloc(1, bytes > 0 ? bytes : 1), bytes);
 }
