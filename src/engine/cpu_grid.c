@@ -307,17 +307,13 @@ build_set(TcJoin *join, const Grid *g, const TcPoints *p, GridSet *s, bool calle
 		else
 			s->perm[i] = i;
 	}
-	if (n > 0 && (st = radix_sort(join, s, caller, keys, packed ? NULL : s->perm, n,
-								  packed ? ibits : 0, packed ? (maxkey << ibits | (((uint64_t) 1 << ibits) - 1)) :
-								  maxkey)) != TC_OK)
+	/* packed: the sort's digits start at ibits, and the largest word has every index bit set */
+	if (n > 0 && (st = radix_sort(join, s, caller, keys, packed ? NULL : s->perm, n, ibits,
+								  maxkey << ibits | (((uint64_t) 1 << ibits) - 1))) != TC_OK)
 		return st;
 	if (packed)
-	{
-		const uint64_t mask = ((uint64_t) 1 << ibits) - 1;
-
 		for (int64_t i = 0; i < n; i++)
-			s->perm[i] = (int64_t) (keys[i] & mask);
-	}
+			s->perm[i] = (int64_t) (keys[i] & (((uint64_t) 1 << ibits) - 1));
 
 	for (int64_t i = 0; i < n; i++)
 	{
