@@ -250,16 +250,10 @@ extern TcStatus brute_norms(TcGpuJoin *g, TcElemType type, const void *x, unsign
 struct BrutePrepared
 {
 	TcElemType	type;
-	unsigned int n;
-	unsigned int npad;
-	int			d;
 	TcF16Plan	plan;
 	const double *d_c;
 	float	   *cen;
 	float	   *rad;
-	__half	   *h;				/* bd's, writable */
-	float	   *q;
-	float	   *rc;
 	int			gathers;
 	int			key[2];
 	size_t		bounds[2][TC_MAX_DEVICES + 1];

@@ -362,39 +362,41 @@ brute_prepare(TcGpuJoin *g, TcElemType type, unsigned int n, int d, const TcF16P
 	bd.n = n;
 	bd.ntiles = ntiles;
 	pp->type = type;
-	pp->n = n;
-	pp->npad = npad;
-	pp->d = d;
 	pp->plan = plan;
 	pp->d_c = d_c;
 	pp->cen = *cen;
 	pp->rad = *rad;
-	pp->h = d_h;
-	pp->q = d_q;
-	pp->rc = d_rc;
 	return TC_OK;
 }
 
-/* The order's other ranges (several GPUs), then the tile bounds, FP16 rows, q and rc. */
+/*
+ * The order's other ranges (several GPUs), then the tile bounds, FP16 rows,
+ * q and rc into bd's buffers (const there for the join's kernels; this
+ * writes them, as brute_prepare allocated them).
+ */
 TcStatus
 brute_prepare_finish(TcGpuJoin *g, const BrutePrepared &pp, BruteDev &bd, TcError *err)
 {
 	cudaStream_t s = g->stream[0];
+	const unsigned int npad = bd.ntiles * BT;
+	const unsigned int blocks = (unsigned int) (((size_t) npad * WARP + 255) / 256);
+	__half	   *h = const_cast<__half *>(bd.h);
+	float	   *q = const_cast<float *>(bd.q);
+	float	   *rc = const_cast<float *>(bd.rc);
 	TcStatus	st;
 
 	for (int i = 0; i < pp.gathers; i++)
 		if ((st = share_gather(g, pp.key[i], (void *) bd.order, pp.bounds[i], err)) != TC_OK)
 			return st;
-	if ((st = brute_tile_bounds(g, pp.type, bd.x, bd.root, pp.d, pp.d_c, bd.order, pp.n,
-								 pp.npad / BT, pp.cen, pp.rad, err)) != TC_OK)
+	if ((st = brute_tile_bounds(g, pp.type, bd.x, bd.root, bd.d, pp.d_c, bd.order, bd.n, bd.ntiles,
+								 pp.cen, pp.rad, err)) != TC_OK)
 		return st;
 	if (pp.type == TC_FLOAT4)
-		convert_kernel<float><<<(unsigned int) (((size_t) pp.npad * WARP + 255) / 256), 256, 0, s>>>(
-			(const float *) bd.x, pp.n, pp.npad, pp.d, bd.hpitch, bd, pp.d_c, pp.plan, pp.h, pp.q, pp.rc);
+		convert_kernel<float><<<blocks, 256, 0, s>>>((const float *) bd.x, bd.n, npad, bd.d, bd.hpitch,
+													  bd, pp.d_c, pp.plan, h, q, rc);
 	else
-		convert_kernel<double><<<(unsigned int) (((size_t) pp.npad * WARP + 255) / 256), 256, 0, s>>>(
-			(const double *) bd.x, pp.n, pp.npad, pp.d, bd.hpitch, bd, pp.d_c, pp.plan, pp.h, pp.q,
-			pp.rc);
+		convert_kernel<double><<<blocks, 256, 0, s>>>((const double *) bd.x, bd.n, npad, bd.d, bd.hpitch,
+													   bd, pp.d_c, pp.plan, h, q, rc);
 	CHECK(cudaGetLastError());
 	return gpu_sync(g, s, err);
 }
