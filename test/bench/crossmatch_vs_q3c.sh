@@ -120,7 +120,7 @@ SET tcjoin.device = gpu;
 DO \$\$ BEGIN PERFORM count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS)); END \$\$;
 SELECT 'tc_join on the GPU (every pair)', $(med), (SELECT count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS)))
   FROM runs(\$q\$SELECT count(*) FROM tc_join('cat_a', 'xyz', 'cat_b', 'xyz', tc_arcsec_to_chord($RADIUS))\$q\$, $REPS) ms;
-SELECT 'tc_join on the GPU, the last run: ' || device || ', ' || method || ', load ' || round(load_ms::numeric, 1) || ', index ' ||
+SELECT 'tc_join on the GPU, the last run: ' || device || ', ' || method || ', ' || coalesce(gpus, 0) || ' GPU(s), load ' || round(load_ms::numeric, 1) || ', index ' ||
        round(index_ms::numeric, 1) || ', join ' || round(join_ms::numeric, 1) || ', output ' ||
        round(output_ms::numeric, 1) || ', the function in all ' || round(total_ms::numeric, 1) ||
        ' (the rest of the statement: the executor reading its rows), GPU set-up ' ||
