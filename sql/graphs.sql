@@ -117,5 +117,22 @@ SELECT * FROM tc_dbscan('g', 'v', 0.1, 0);
 SELECT tc_count('g', 'v', -1);
 SELECT * FROM tc_degrees('g', 'v', 0.1, method => 'grid', metric => 'inner_product');
 SELECT * FROM tc_components('g', 'nope', 0.1);
+-- tcjoin.lists_memory_limit: lists of every match (without k, or k past 16)
+-- stop at it with an error, before the memory runs out; small k keep rows
+-- made whole, never limited; -1 is no limit.  Every row within eps 10 here.
+SET tcjoin.lists_memory_limit = '64kB';
+SELECT * FROM tc_neighbors('g', 'v', 10);
+SELECT count(*) = (SELECT count(*) FROM g) AS small_k FROM tc_neighbors('g', 'v', 10, k => 3);
+SELECT * FROM tc_join('g', 'v', 'g', 'v', 10, k => 100);
+SET tcjoin.lists_memory_limit = -1;
+SELECT bool_and(cardinality(neighbor_ids) = (SELECT count(*) - 1 FROM g)) AS unlimited
+  FROM tc_neighbors('g', 'v', 10);
+RESET tcjoin.lists_memory_limit;
+-- a superuser's setting: no other role may raise it
+CREATE ROLE tcjoin_graphs_user;
+SET ROLE tcjoin_graphs_user;
+SET tcjoin.lists_memory_limit = -1;
+RESET ROLE;
+DROP ROLE tcjoin_graphs_user;
 SET client_min_messages = warning;
 DROP SCHEMA graphs CASCADE;

@@ -559,6 +559,16 @@ extern void (*tc_graph_prefetcher(const TcGraph *g)) (void *graph, int64_t a);
 /* Nonzero where memory ran out while pairs came (neighbour lists, the nearest). */
 extern bool tc_graph_failed(const TcGraph *g);
 
+/*
+ * TC_GRAPH_NEIGHBORS and TC_GRAPH_NEAREST: at most bytes for the entries
+ * of lists that grow (without k, or k past 16; smaller k take n rows made
+ * whole), so that every match of a dense join cannot take the host's
+ * memory; 0: no limit.  Past it the graph has failed and
+ * tc_graph_over_limit says why.  Before the first pair.
+ */
+extern void tc_graph_limit_lists(TcGraph *g, size_t bytes);
+extern bool tc_graph_over_limit(const TcGraph *g);
+
 /* Point i's degree (TC_GRAPH_DEGREES, TC_GRAPH_DBSCAN). */
 extern int64_t tc_graph_degree(const TcGraph *g, int64_t i);
 

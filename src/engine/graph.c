@@ -248,6 +248,19 @@ tc_graph_failed(const TcGraph *g)
 	return g->failed;
 }
 
+void
+tc_graph_limit_lists(TcGraph *g, size_t bytes)
+{
+	if (g->kind == TC_GRAPH_NEIGHBORS || g->kind == TC_GRAPH_NEAREST)
+		nb_lists_limit(&g->nb, bytes);
+}
+
+bool
+tc_graph_over_limit(const TcGraph *g)
+{
+	return (g->kind == TC_GRAPH_NEIGHBORS || g->kind == TC_GRAPH_NEAREST) && nb_lists_over(&g->nb);
+}
+
 int64_t
 tc_graph_degree(const TcGraph *g, int64_t i)
 {

@@ -65,6 +65,8 @@ nb_lists_init(NbLists *nl, int64_t n, const int64_t *ids, int k, atomic_bool *fa
 	nl->k = k > 0 ? k : 0;
 	nl->failed = failed;
 	atomic_init(&nl->made, false);
+	atomic_init(&nl->held, 0);
+	atomic_init(&nl->over, false);
 	return pthread_mutex_init(&nl->mu, NULL) == 0;
 }
 
@@ -157,6 +159,18 @@ nb_lists_free(NbLists *nl)
 	memset(nl, 0, sizeof(*nl));
 }
 
+void
+nb_lists_limit(NbLists *nl, size_t bytes)
+{
+	nl->limit = bytes;
+}
+
+bool
+nb_lists_over(const NbLists *nl)
+{
+	return atomic_load(&nl->over);
+}
+
 /* (dist, id) order: nearer first, ties by the smaller id. */
 static inline bool
 nb_before(const NbLists *nl, const NbEntry *x, const NbEntry *y)
@@ -226,6 +240,18 @@ nb_grow(NbLists *nl, NbList *l)
 
 	if (nl->k > 0 && cap > nl->k)
 		cap = nl->k;
+	/* the lists' limit, counted by capacity, before the memory is asked for */
+	if (nl->limit > 0)
+	{
+		int64_t		more = (int64_t) (sizeof(NbEntry) * (size_t) (cap - l->h.cap));
+
+		if ((size_t) (atomic_fetch_add(&nl->held, more) + more) > nl->limit)
+		{
+			atomic_store(&nl->over, true);
+			*nl->failed = true;
+			return false;
+		}
+	}
 	/* a list's length is an int: past it, as out of memory */
 	grown = l->h.cap > INT_MAX / 2 ? NULL : realloc(l->e, sizeof(NbEntry) * (size_t) cap);
 	if (grown == NULL)

@@ -25,8 +25,15 @@ typedef struct NbLists
 	int64_t		n;
 	const int64_t *ids;			/* the neighbours' ids: ties, and what nb_read gives */
 	int			k;				/* neighbours kept a point; 0: all */
-	atomic_bool *failed;		/* set where memory runs out */
+	atomic_bool *failed;		/* set where memory runs out, or the limit */
 	atomic_bool made;			/* rows or lists made (at the first pair) */
+	/*
+	 * Bytes the entries of lists that grow may take (0: no limit), what
+	 * they take, and whether the limit stopped them (nb_lists_limit).
+	 */
+	size_t		limit;
+	_Atomic int64_t held;
+	atomic_bool over;
 	pthread_mutex_t mu;			/* over making them */
 	/* lists a device kept, sorted, read in place where no pair came (nb_adopt) */
 	const int32_t *a_len;
@@ -47,6 +54,14 @@ typedef struct NbLists
  */
 extern bool nb_lists_init(NbLists *nl, int64_t n, const int64_t *ids, int k, atomic_bool *failed);
 extern void nb_lists_free(NbLists *nl);
+
+/*
+ * At most bytes for the entries of the lists that grow (k 0, or past
+ * NB_BLOCK_K; a block of small k is n rows, made whole): past it, failed
+ * and over are set and no list grows.  0: no limit.
+ */
+extern void nb_lists_limit(NbLists *nl, size_t bytes);
+extern bool nb_lists_over(const NbLists *nl);
 
 /*
  * Point i's neighbour other (an index into ids) at dist.  nb_add where one

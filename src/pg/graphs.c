@@ -15,6 +15,9 @@
  */
 #include "postgres.h"
 
+#include <stdio.h>
+#include <unistd.h>
+
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -28,6 +31,8 @@
 #include "load.h"
 #include "output.h"
 #include "tcjoin.h"
+
+static size_t lists_limit_bytes(void);
 
 /*
  * The graph, for the memory context's reset callback: kept in that
@@ -112,13 +117,83 @@ graph_begin(FunctionCallInfo fcinfo, GraphCall *gc, int opt, TcGraphKind kind, i
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("tcjoin: %s", err.message)));
 	guard_graph(gc->mcxt, gc->graph);
+	tc_graph_limit_lists(gc->graph, lists_limit_bytes());
 	return true;
+}
+
+/*
+ * The machine's memory, or the control group's where it has less (cgroup
+ * v2's memory.max): what tcjoin.lists_memory_limit 0 takes a quarter of.
+ */
+static size_t
+machine_memory(void)
+{
+	long		pages = sysconf(_SC_PHYS_PAGES);
+	long		page = sysconf(_SC_PAGESIZE);
+	size_t		bytes = pages > 0 && page > 0 ? (size_t) pages * (size_t) page : 0;
+	FILE	   *f = fopen("/sys/fs/cgroup/memory.max", "r");
+
+	if (f != NULL)
+	{
+		unsigned long long max;
+
+		/* "max" (no limit) does not scan */
+		if (fscanf(f, "%llu", &max) == 1 && max > 0 && (bytes == 0 || max < bytes))
+			bytes = (size_t) max;
+		fclose(f);
+	}
+	return bytes;
+}
+
+/* tcjoin.lists_memory_limit in bytes; 0: no limit. */
+static size_t
+lists_limit_bytes(void)
+{
+	static size_t quarter = 0;
+
+	if (tc_lists_memory_limit_kb < 0)
+		return 0;
+	if (tc_lists_memory_limit_kb > 0)
+		return (size_t) tc_lists_memory_limit_kb * 1024;
+	if (quarter == 0)
+		quarter = machine_memory() / 4;
+	return quarter;
+}
+
+/*
+ * The lists of every match reached tcjoin.lists_memory_limit (the join
+ * stopped there): what, the lists as the message names them, and the hint.
+ */
+static void
+lists_limit_check(const TcGraph *graph, const char *what, const char *hint)
+{
+	if (tc_graph_over_limit(graph))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("tcjoin: %s need more than %s of memory (tcjoin.lists_memory_limit)", what,
+						text_to_cstring(DatumGetTextPP(DirectFunctionCall1(pg_size_pretty,
+																		   Int64GetDatum((int64) lists_limit_bytes()))))),
+				 errhint("%s", hint)));
+}
+
+/*
+ * The join's poll for a graph: a cancel, or the graph failed (its lists at
+ * their limit or out of memory), which stops a join whose workers keep the
+ * pairs themselves (a reduce cannot stop it) within a poll.
+ */
+static int
+graph_poll(void *graph)
+{
+	CHECK_FOR_INTERRUPTS();
+	return tc_graph_failed(graph) ? 1 : 0;
 }
 
 /* The graph ran out of memory: what it was doing, and a hint where one helps. */
 static void
 graph_check(const GraphCall *gc, const char *what, const char *hint)
 {
+	lists_limit_check(gc->graph, "the neighbour lists",
+					  "Pass k to keep each row's k nearest only, or a smaller eps; tc_selfjoin returns every pair without keeping them.");
 	if (tc_graph_failed(gc->graph))
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -134,7 +209,7 @@ graph_join(GraphCall *gc)
 	if (gc->loaded.points.n > 0)
 	{
 		/* the CPU's workers reduce pairs where the kind allows; the GPU's come in chunks */
-		TcSink		to = {tc_graph_emit, NULL, gc->graph, TC_GRAPH_BATCH_HINT,
+		TcSink		to = {tc_graph_emit, graph_poll, gc->graph, TC_GRAPH_BATCH_HINT,
 		tc_graph_reducer(gc->graph), tc_graph_fold(gc->graph), tc_graph_prefetcher(gc->graph)};
 
 		graph_check(gc, "for DBSCAN's per-point state", NULL);
@@ -508,18 +583,21 @@ tc_nearest_rows(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("tcjoin: %s", err.message)));
 	guard_graph(mcxt, graph);
+	tc_graph_limit_lists(graph, lists_limit_bytes());
 	memset(rs, 0, sizeof(*rs));
 	{
 		/*
 		 * With k the CPU's workers keep each row's k nearest themselves, and
 		 * a GPU on the device (the fold); the other pairs come in chunks.
 		 */
-		TcSink		to = {tc_graph_emit, NULL, graph, TC_GRAPH_BATCH_HINT, tc_graph_reducer(graph),
+		TcSink		to = {tc_graph_emit, graph_poll, graph, TC_GRAPH_BATCH_HINT, tc_graph_reducer(graph),
 		tc_graph_fold(graph), tc_graph_prefetcher(graph)};
 
 		tc_run_join_sink(a, b, params, &to, mcxt, &rs->join);
 		tc_graph_after_join(graph);
 	}
+	lists_limit_check(graph, "the matches' lists",
+					  "Pass k to keep each row's k nearest matches only, or a smaller eps; tc_join without k returns every match without keeping them.");
 	if (tc_graph_failed(graph))
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),

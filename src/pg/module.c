@@ -27,6 +27,7 @@ int			tc_gpu_memory_limit_mb = 0;
 int			tc_tensor_cores_setting = TC_TENSOR_AUTO;
 int			tc_gpu_full_setting = TC_GPU_FULL_CPU;
 bool		tc_gpu_prewarm_setting = false;
+int			tc_lists_memory_limit_kb = 0;
 TcOverrides tc_overrides;		/* tcjoin.dev_overrides, parsed */
 TcDeviceSetting tc_devices_setting;	/* tcjoin.devices, parsed */
 
@@ -172,6 +173,14 @@ _PG_init(void)
 							0, 0, INT_MAX,
 							PGC_USERSET,
 							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("tcjoin.lists_memory_limit",
+							"Host memory the lists of every match may take (tc_neighbors without k, tc_join's ranked matches without k); 0 means a quarter of the machine's memory, -1 no limit.",
+							"Past it the join stops with an error, before the memory runs out.  Superuser only: the default keeps one role from taking the server's memory.",
+							&tc_lists_memory_limit_kb,
+							0, -1, INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_KB,
 							NULL, NULL, NULL);
 	DefineCustomEnumVariable("tcjoin.gpu_full",
 							 "What a GPU join does when the GPU's memory is full: cpu (run on the CPU instead), wait (until memory is free) or error.",

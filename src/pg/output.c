@@ -185,7 +185,9 @@ tc_run_join_sink(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *param
 	if (guard->join == NULL)
 		report_error(&err);
 	sink = *to;
-	sink.poll = poll_interrupts;
+	/* a caller's own poll checks the interrupts itself */
+	if (sink.poll == NULL)
+		sink.poll = poll_interrupts;
 
 	status = tc_join_run(guard->join, &sink, &err);
 	/* a zero vector under cosine: its row named by id */

@@ -402,9 +402,88 @@ graph_case(int c, int d, int64_t n)
 	free(all);
 }
 
+/*
+ * A graph's lists past tcjoin.lists_memory_limit's bytes (tc_graph_limit_lists):
+ * every pair within eps, so each list would hold every other point.  Over
+ * the limit the join stops and the graph says why; at a limit the lists
+ * fit in (capacities doubling from 4: 256 entries for 199), and without
+ * one, every list is whole.
+ */
+static void
+lists_limit_case(int64_t limit, bool over)
+{
+	const int64_t n = 200;
+	Rng			r;
+	TcPoints	p;
+	int64_t    *ids = malloc(sizeof(int64_t) * n);
+	TcJoinParams params = {0};
+	TcError		err;
+	TcGraph    *g;
+	TcJoin	   *j;
+	TcStatus	st;
+	int64_t		short_lists = 0;
+
+	case_begin("graph lists limit %lld bytes (over it: %d)", (long long) limit, (int) over);
+	rng_seed(&r, mix_seed(g_fresh_seed, 0x11517 + (uint64_t) limit));
+	points_generate(&p, DIST_CLUSTERED, n, 2, TC_FLOAT8, &r);
+	for (int64_t i = 0; i < n; i++)
+		ids[i] = i;
+	params.eps = 1e6;
+	params.method = TC_METHOD_AUTO;
+	params.device = TC_DEVICE_CPU;
+	params.exact = true;
+	params.threads = 2;
+	g = tc_graph_create(TC_GRAPH_NEIGHBORS, n, ids, 0, params.threads, &err);
+	CHECK(g != NULL, "no graph: %s", err.message);
+	if (g)
+	{
+		TcSink		sink = {tc_graph_emit, NULL, g, 0, NULL, NULL, NULL};
+
+		tc_graph_limit_lists(g, (size_t) limit);
+		j = tc_join_create(&p, NULL, &params, &err);
+		st = j ? tc_join_run(j, &sink, &err) : err.status;
+		tc_join_destroy(j);
+		CHECK(over ? st == TC_STOPPED : st == TC_OK, "join status %s", tc_status_name(st));
+		CHECK(tc_graph_over_limit(g) == over && tc_graph_failed(g) == over,
+			  "over the limit %d, failed %d", (int) tc_graph_over_limit(g), (int) tc_graph_failed(g));
+		for (int64_t i = 0; !over && i < n; i++)
+		{
+			const int64_t *gi;
+			const double *gd;
+			int			len;
+
+			tc_graph_neighbors(g, i, &gi, &gd, &len);
+			short_lists += len != n - 1;
+		}
+		CHECK(short_lists == 0, "%lld lists not whole", (long long) short_lists);
+		tc_graph_destroy(g);
+	}
+	/* the nearest of a two-set join, k past the rows made whole: lists that grow */
+	g = tc_graph_create_nearest(n, ids, n, 100, params.threads, &err);
+	CHECK(g != NULL, "no graph: %s", err.message);
+	if (g)
+	{
+		TcSink		sink = {tc_graph_emit, NULL, g, 0, NULL, NULL, NULL};
+
+		tc_graph_limit_lists(g, (size_t) limit);
+		j = tc_join_create(&p, &p, &params, &err);
+		st = j ? tc_join_run(j, &sink, &err) : err.status;
+		tc_join_destroy(j);
+		CHECK(tc_graph_over_limit(g) == over, "the nearest: over the limit %d",
+			  (int) tc_graph_over_limit(g));
+		tc_graph_destroy(g);
+	}
+	case_end();
+	points_free(&p);
+	free(ids);
+}
+
 void
 test_graph(void)
 {
+	lists_limit_case(0, false);
+	lists_limit_case(16 * 1000, true);
+	lists_limit_case(1 << 20, false);
 	static const int dims[] = {1, 2, 3, 8, 33};
 
 	for (int c = 0; c < (g_quick ? 10 : 30); c++)
