@@ -175,7 +175,7 @@ _PG_init(void)
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("tcjoin.lists_memory_limit",
-							"Host memory the lists of every match may take (tc_neighbors without k, tc_join's ranked matches without k); 0 means a quarter of the machine's memory, -1 no limit.",
+							"Host memory the lists that grow with the matches may take (tc_neighbors and tc_join's ranked matches, without k or with k above 16); 0 means a quarter of the machine's memory, -1 no limit.",
 							"Past it the join stops with an error, before the memory runs out.  Superuser only: the default keeps one role from taking the server's memory.",
 							&tc_lists_memory_limit_kb,
 							0, -1, INT_MAX,
