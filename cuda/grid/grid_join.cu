@@ -227,12 +227,14 @@ build_items(GridRun *r)
 								err)) != TC_OK)
 		return st;
 	dev_free(g, d_cb);
+	gpu_trace_step(g, "cell bounds");
 	if ((st = choose_capacity(r)) != TC_OK ||
 		(st = grid_count_items(g, r->gd, r->capacity / 2, d_pq, d_nq, d_nit, s0,
 							   &r->nitems, err)) != TC_OK)
 		return st;
 	if (r->nitems == 0)
 		return TC_OK;
+	gpu_trace_step(g, "items counted");
 	if ((st = grid_sort_items(g, r->gd, d_nbr, d_nq, d_nit, r->nitems, s0, &r->d_items,
 							  &r->d_item_nq, &d_bounds, err)) != TC_OK)
 		return st;
@@ -240,12 +242,15 @@ build_items(GridRun *r)
 	dev_free(g, d_nit);
 	dev_free(g, d_nbr);
 	dev_free(g, d_pq);
+	gpu_trace_step(g, "items sorted");
 
 	if ((st = heap_alloc(g, (void **) &r->h_bounds, sizeof(*r->h_bounds) * r->nitems + 8,
 						 err)) != TC_OK)
 		return st;
-	CHECK(cudaMemcpy(r->h_bounds, d_bounds, sizeof(*r->h_bounds) * r->nitems,
-					 cudaMemcpyDeviceToHost));
+	/* through the pinned ring: a plain copy into pageable memory is a fraction as fast */
+	if ((st = download(g, r->h_bounds, d_bounds, sizeof(*r->h_bounds) * r->nitems, s0, r->sink,
+					   err)) != TC_OK)
+		return st;
 	dev_free(g, d_bounds);
 	return TC_OK;
 }
@@ -458,11 +463,15 @@ grid_one(void *ctx, TcGpuJoin **handle, const TcJoinParams *params, const TcSink
 		return fold_end(r.g, err);
 	}
 
+	gpu_trace_step(r.g, "begun");
 	/* Upload, the index, the work items, then the batches. */
-	if ((st = build_grid(&r, plan, args->thr)) != TC_OK ||
-		(st = build_items(&r)) != TC_OK ||
+	if ((st = build_grid(&r, plan, args->thr)) != TC_OK)
+		return st;
+	gpu_trace_step(r.g, "grid built");
+	if ((st = build_items(&r)) != TC_OK ||
 		(st = record_digest(&r)) != TC_OK)
 		return st;
+	gpu_trace_step(r.g, "items built");
 	if (r.nitems == 0)
 	{
 		/* two sets, no query cell next to an indexed one */
@@ -472,9 +481,13 @@ grid_one(void *ctx, TcGpuJoin **handle, const TcJoinParams *params, const TcSink
 	if ((st = alloc_results(&r)) != TC_OK)
 		return st;
 	stats->index_seconds = tc_now() - t0;
+	gpu_trace_step(r.g, "results allocated");
 	if ((st = join_batches(&r)) != TC_OK)
 		return st;
-	return fold_end(r.g, err);
+	gpu_trace_step(r.g, "batches done");
+	st = fold_end(r.g, err);
+	gpu_trace_step(r.g, "folded");
+	return st;
 }
 
 extern "C" TcStatus

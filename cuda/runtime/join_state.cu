@@ -286,6 +286,13 @@ wait_event(TcGpuJoin *g, cudaEvent_t ev, const TcSink *sink, TcError *err)
 	return wait_for(g, [ev] { return cudaEventQuery(ev); }, "cudaEventQuery", sink, err);
 }
 
+void
+gpu_trace_step(const TcGpuJoin *g, const char *step)
+{
+	if (g->ov.trace)
+		fprintf(stderr, "tcjoin trace: GPU %d %s (clock %.3f)\n", g->device, step, tc_now() * 1e3);
+}
+
 /* The pinned ring: the process's cached one when free, else this join's. */
 TcStatus
 get_ring(TcGpuJoin *g, TcError *err)
@@ -378,14 +385,45 @@ drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsigned int count,
 }
 
 /*
+ * Host copies to and from the pinned ring: eight threads a slot measured
+ * faster than four or sixteen (docs/performance.md).
+ */
+#define COPY_THREADS 8
+
+static void
+parallel_copy(char *dst, const char *src, size_t m)
+{
+	std::thread th[COPY_THREADS];
+
+	with_signals_blocked([&] {
+		for (int t = 0; t < COPY_THREADS; t++)
+		{
+			size_t		lo = m * t / COPY_THREADS,
+						hi = m * (t + 1) / COPY_THREADS;
+
+			/* a thread that cannot start leaves its part to this one (no exception escapes) */
+			try
+			{
+				th[t] = std::thread([=] { memcpy(dst + lo, src + lo, hi - lo); });
+			}
+			catch (...)
+			{
+				memcpy(dst + lo, src + lo, hi - lo);
+			}
+		}
+		return 0;
+	});
+	for (int t = 0; t < COPY_THREADS; t++)
+		if (th[t].joinable())
+			th[t].join();
+}
+
+/*
  * Copy bytes from the caller's (pageable) memory to the device through the
  * pinned ring: host threads copy each chunk into a free slot while the
  * previous slots' copies cross the link.  A plain copy from pageable
- * memory reaches a fraction of the link's rate; eight threads a slot
- * measured faster than four or sixteen (docs/performance.md).
+ * memory reaches a fraction of the link's rate.
  */
-#define UPLOAD_THREADS 8
-
 TcStatus
 upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
 	   const TcSink *sink, TcError *err)
@@ -393,7 +431,6 @@ upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
 	const size_t chunk = sizeof(TcPair) * (size_t) RING_CHUNK;
 	size_t		nchunks = (bytes + chunk - 1) / chunk;
 	TcStatus	st;
-	const int	nth = UPLOAD_THREADS;
 
 	if ((st = get_ring(g, err)) != TC_OK)
 		return st;
@@ -403,38 +440,55 @@ upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
 		size_t		off = k * chunk;
 		size_t		m = std::min(chunk, bytes - off);
 		char	   *pin = (char *) g->ring + (size_t) slot * chunk;
-		std::thread th[UPLOAD_THREADS];
 
 		/* the slot's last copy has left it */
 		if (k >= RING_SLOTS && (st = wait_event(g, g->ring_ev[slot], sink, err)) != TC_OK)
 			return st;
 		if ((st = gpu_poll(g, sink)) != TC_OK)
 			return st;
-		with_signals_blocked([&] {
-			for (int t = 0; t < nth; t++)
-			{
-				size_t		lo = m * t / nth,
-							hi = m * (t + 1) / nth;
-
-				/* a thread that cannot start leaves its part to this one (no exception escapes) */
-				try
-				{
-					th[t] = std::thread([=] { memcpy(pin + lo, (const char *) src + off + lo, hi - lo); });
-				}
-				catch (...)
-				{
-					memcpy(pin + lo, (const char *) src + off + lo, hi - lo);
-				}
-			}
-			return 0;
-		});
-		for (int t = 0; t < nth; t++)
-			if (th[t].joinable())
-				th[t].join();
+		parallel_copy(pin, (const char *) src + off, m);
 		CHECK(cudaMemcpyAsync((char *) dst + off, pin, m, cudaMemcpyHostToDevice, s));
 		CHECK(cudaEventRecord(g->ring_ev[slot], s));
 	}
 	return wait_stream(g, s, sink, err);
+}
+
+/*
+ * upload's reverse: bytes of device memory into the caller's pageable
+ * memory through the pinned ring, up to RING_SLOTS chunks crossing the
+ * link while host threads copy the landed ones out.
+ */
+TcStatus
+download(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
+		 const TcSink *sink, TcError *err)
+{
+	const size_t chunk = sizeof(TcPair) * (size_t) RING_CHUNK;
+	size_t		nchunks = (bytes + chunk - 1) / chunk;
+	size_t		issued = 0;
+	TcStatus	st;
+
+	if ((st = get_ring(g, err)) != TC_OK)
+		return st;
+	for (size_t done = 0; done < nchunks; done++)
+	{
+		size_t		off = done * chunk;
+		char	   *pin = (char *) g->ring + (size_t) (done % RING_SLOTS) * chunk;
+
+		while (issued < nchunks && issued - done < RING_SLOTS)
+		{
+			size_t		ioff = issued * chunk;
+			int			slot = (int) (issued % RING_SLOTS);
+
+			CHECK(cudaMemcpyAsync((char *) g->ring + (size_t) slot * chunk, (const char *) src + ioff,
+								  std::min(chunk, bytes - ioff), cudaMemcpyDeviceToHost, s));
+			CHECK(cudaEventRecord(g->ring_ev[slot], s));
+			issued++;
+		}
+		if ((st = wait_event(g, g->ring_ev[done % RING_SLOTS], sink, err)) != TC_OK)
+			return st;
+		parallel_copy((char *) dst + off, pin, std::min(chunk, bytes - off));
+	}
+	return TC_OK;
 }
 
 /*

@@ -297,11 +297,16 @@ extern TcStatus gpu_poll(TcGpuJoin *g, const TcSink *sink);
 /* Hand pairs (in TcPair layout) to the sink. */
 extern TcStatus emit_pairs(const TcPair *pairs, size_t count, const TcSink *sink,
 						   TcJoinStats *stats);
+/* The trace override: a step of this GPU's join and the host clock, on stderr. */
+extern void gpu_trace_step(const TcGpuJoin *g, const char *step);
 /* The pinned ring: the process's cached one when free, else the join's. */
 extern TcStatus get_ring(TcGpuJoin *g, TcError *err);
 /* bytes of the caller's memory to the device through the ring; waits for them. */
 extern TcStatus upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
 					   const TcSink *sink, TcError *err);
+/* upload's reverse: device memory into the caller's through the ring; waits for it. */
+extern TcStatus download(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
+						 const TcSink *sink, TcError *err);
 /* A finished batch's count pairs through the ring to the sink. */
 extern TcStatus drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsigned int count,
 					  const TcSink *sink, TcJoinStats *stats, TcError *err);

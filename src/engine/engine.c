@@ -172,6 +172,7 @@ tc_join_create(const TcPoints *a, const TcPoints *b, const TcJoinParams *params,
 		tc_set_error(err, TC_ERR_NOMEM, "out of memory");
 		return NULL;
 	}
+	join->created = tc_now();
 	join->a = *a;
 	join->b = b ? *b : *a;
 	join->self = (b == NULL);
@@ -198,6 +199,18 @@ tc_join_create(const TcPoints *a, const TcPoints *b, const TcJoinParams *params,
 		params->metric == TC_METRIC_INNER_PRODUCT ? "inner_product" : "euclidean";
 	join->stats.filter = "none";
 	return join;
+}
+
+/*
+ * The trace override: a host step's time from the join's creation, on
+ * stderr, so that the steps around the phases can be told apart.
+ */
+void
+tc_trace_step(const TcJoin *join, const char *step)
+{
+	if (join->params.overrides.trace)
+		fprintf(stderr, "tcjoin trace: host %s at %.3f ms (clock %.3f)\n", step,
+				(tc_now() - join->created) * 1e3, tc_now() * 1e3);
 }
 
 bool
@@ -236,6 +249,7 @@ run_gpu_once(TcJoin *join, TcError *err)
 	params.include_self = false;
 	if ((st = tc_devices_resolve(&params, err)) != TC_OK)
 		return st;
+	tc_trace_step(join, "GPUs resolved");
 	/* the dot-product metrics: FP16 brute force (choose.c checked that it can run) */
 	if (join->params.metric != TC_METRIC_EUCLIDEAN)
 	{
@@ -244,6 +258,7 @@ run_gpu_once(TcJoin *join, TcError *err)
 	}
 	if ((st = tc_choose_gpu_method(join, &fp16_brute, &plan, &planned, err)) != TC_OK)
 		return st;
+	tc_trace_step(join, "GPU method chosen");
 	if (fp16_brute && join->params.tensor_cores != TC_TENSOR_OFF)
 	{
 		tc_choose_gpus(join, &params, true, NULL);
@@ -252,6 +267,7 @@ run_gpu_once(TcJoin *join, TcError *err)
 	if (!planned && (st = tc_grid_plan(join, false, &plan, err)) != TC_OK)
 		return st;
 	tc_choose_gpus(join, &params, false, &plan);
+	tc_trace_step(join, "grid planned");
 	if (join->params.method == TC_METHOD_BRUTE)
 		plan.k = 0;				/* one cell: every pair is a candidate */
 	return tc_gpu_grid_join(&join->gpu, &join->a, b, &params, &plan, join->thr,
@@ -350,6 +366,7 @@ run_gpu(TcJoin *join, bool *to_cpu, TcError *err)
 		}
 		return st;
 	}
+	tc_trace_step(join, "GPU join returned");
 	if (st == TC_OK && join->params.include_self)
 		st = emit_self_pairs(join);
 	return st;
@@ -691,14 +708,17 @@ tc_join_run(TcJoin *join, const TcSink *sink, TcError *err)
 		bool		use_gpu;
 		bool		to_cpu;
 
+		tc_trace_step(join, "run");
 		if ((st = tc_choose_device(join, &use_gpu, err)) != TC_OK)
 			return st;
+		tc_trace_step(join, "device chosen");
 		if (use_gpu && ((st = run_gpu(join, &to_cpu, err)) != TC_OK || !to_cpu))
 			return st;
 	}
 	st = prepare(join, err);
 	if (st != TC_OK)
 		return st;
+	tc_trace_step(join, "CPU index built");
 	if (tc_should_stop(join))
 		return TC_STOPPED;
 
@@ -788,6 +808,7 @@ tc_join_run(TcJoin *join, const TcSink *sink, TcError *err)
 		request_stop(join);
 	join_workers(join);
 	join->stats.join_seconds = tc_now() - t0;
+	tc_trace_step(join, "CPU join ended");
 
 	st = (TcStatus) atomic_load(&join->worker_error);
 	if (st != TC_OK)
@@ -803,9 +824,11 @@ tc_join_destroy(TcJoin *join)
 {
 	if (join == NULL)
 		return;
+	tc_trace_step(join, "destroy");
 	request_stop(join);
 	join_workers(join);
 	tc_gpu_join_free(join->gpu);
+	tc_trace_step(join, "GPU state freed");
 	tc_cosine_grid_free(join);
 	if (join->backend && join->backend->free_state)
 		join->backend->free_state(join);
@@ -822,5 +845,6 @@ tc_join_destroy(TcJoin *join)
 		pthread_cond_destroy(&join->full_cv);
 		pthread_cond_destroy(&join->free_cv);
 	}
+	tc_trace_step(join, "destroyed");
 	free(join);
 }

@@ -61,6 +61,7 @@ struct TcJoin
 	TcJoinParams params;
 	double		thr;			/* tc_sq_threshold(eps) */
 	TcJoinStats stats;
+	double		created;		/* tc_now() at tc_join_create: the trace's clock */
 
 	const TcSink *sink;			/* set by tc_join_run */
 	struct TcGpuJoin *gpu;		/* a GPU join's resources, if it ran there */
@@ -92,7 +93,7 @@ struct TcJoin
 	bool		have_plan;
 
 	/* Planner scratch: freed when planning ends, or by tc_join_destroy. */
-#define TC_SCRATCH_SLOTS 5
+#define TC_SCRATCH_SLOTS 7
 	void	   *scratch[TC_SCRATCH_SLOTS];
 };
 
@@ -191,6 +192,7 @@ tc_check_rows(int64_t width)
  * may longjmp); false when the join must stop.
  */
 extern bool tc_poll(TcJoin *join);
+extern void tc_trace_step(const TcJoin *join, const char *step);
 
 /*
  * A union-find over an array of parents (graph.c), shared by threads:

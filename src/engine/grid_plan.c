@@ -14,6 +14,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,9 @@
 
 #define TC_GRID_MAX_CELLS_PER_DIM (1 << 20)
 #define TC_GRID_SAMPLE		1024	/* points sampled for the cost model */
+#define TC_EXTENT_CHUNK		(1 << 21)	/* coordinates a thread reads between polls */
+#define TC_EXTENT_PART		(1 << 17)	/* coordinates a helper thread is worth */
+#define TC_EXTENT_THREADS	16		/* the extent's threads at most */
 
 /* Per-dimension extent and sample variance. */
 typedef struct DimInfo
@@ -36,7 +40,7 @@ typedef struct DimInfo
 enum
 {
 	SCRATCH_DIMS, SCRATCH_SAMPLE_A, SCRATCH_SAMPLE_B, SCRATCH_COORDS_A,
-	SCRATCH_COORDS_B
+	SCRATCH_COORDS_B, SCRATCH_EXTENT, SCRATCH_ORDER
 };
 
 /* splitmix64: a fixed, seeded sample keeps plans reproducible. */
@@ -61,26 +65,205 @@ cmp_var_desc(const void *x, const void *y)
 	return a->dim - b->dim;
 }
 
-static bool
+static void *
+scratch_alloc(TcJoin *join, int slot, size_t bytes)
+{
+	free(join->scratch[slot]);
+	join->scratch[slot] = calloc(1, bytes > 0 ? bytes : 1);
+	return join->scratch[slot];
+}
+
+/*
+ * One thread's part of a set's extent: rows [lo, hi), folded into its
+ * least and greatest values of each dimension (in the set's element type:
+ * widening to float8 keeps their order).
+ */
+typedef struct ExtentPart
+{
+	const TcPoints *p;
+	int64_t		lo;
+	int64_t		hi;
+	bool		seen;			/* mn and mx hold a row already */
+	double	   *mn;				/* d each; float4 sets use them as floats */
+	double	   *mx;
+} ExtentPart;
+
+/*
+ * Rows of n x d values into mn and mx.  For the grid's usual few
+ * dimensions (d <= 4, a constant where inlined) the running values live
+ * in locals that the unrolled loop keeps in registers; past that, in place.
+ */
+#define EXTENT_ROWS(name, T) \
+static inline __attribute__((always_inline)) void \
+name(const T *restrict x, int64_t n, int d, T *restrict mn, T *restrict mx) \
+{ \
+	if (d <= 4) \
+	{ \
+		T			lmn[2][4], \
+					lmx[2][4]; \
+\
+		for (int j = 0; j < d; j++) \
+			lmn[0][j] = lmn[1][j] = mn[j], lmx[0][j] = lmx[1][j] = mx[j]; \
+		/* two rows a step: two chains of min and max, not one */ \
+		for (int64_t i = 0; i < n; i += 2) \
+			_Pragma("GCC unroll 4") \
+			for (int j = 0; j < d; j++) \
+			{ \
+				T			v = x[i * d + j]; \
+				T			w = x[(i + 1 < n ? i + 1 : i) * d + j]; \
+\
+				lmn[0][j] = v < lmn[0][j] ? v : lmn[0][j]; \
+				lmx[0][j] = v > lmx[0][j] ? v : lmx[0][j]; \
+				lmn[1][j] = w < lmn[1][j] ? w : lmn[1][j]; \
+				lmx[1][j] = w > lmx[1][j] ? w : lmx[1][j]; \
+			} \
+		for (int j = 0; j < d; j++) \
+		{ \
+			mn[j] = lmn[0][j] < lmn[1][j] ? lmn[0][j] : lmn[1][j]; \
+			mx[j] = lmx[0][j] > lmx[1][j] ? lmx[0][j] : lmx[1][j]; \
+		} \
+		return; \
+	} \
+	for (int64_t i = 0; i < n; i++) \
+		for (int j = 0; j < d; j++) \
+		{ \
+			T			v = x[i * d + j]; \
+\
+			mn[j] = v < mn[j] ? v : mn[j]; \
+			mx[j] = v > mx[j] ? v : mx[j]; \
+		} \
+}
+EXTENT_ROWS(extent_f4, float)
+EXTENT_ROWS(extent_f8, double)
+
+static void *
+extent_part(void *arg)
+{
+	ExtentPart *part = arg;
+	const TcPoints *p = part->p;
+	const int	d = p->d;
+	int64_t		lo = part->lo;
+
+	if (lo >= part->hi)
+		return NULL;
+	if (!part->seen)
+	{
+		/* the first row starts both */
+		if (p->type == TC_FLOAT4)
+		{
+			memcpy(part->mn, (const float *) p->data + lo * d, sizeof(float) * d);
+			memcpy(part->mx, (const float *) p->data + lo * d, sizeof(float) * d);
+		}
+		else
+		{
+			memcpy(part->mn, (const double *) p->data + lo * d, sizeof(double) * d);
+			memcpy(part->mx, (const double *) p->data + lo * d, sizeof(double) * d);
+		}
+		part->seen = true;
+		lo++;
+	}
+#define EXTENT_CASE(D) \
+	case D: \
+		if (p->type == TC_FLOAT4) \
+			extent_f4((const float *) p->data + lo * D, part->hi - lo, D, \
+					  (float *) part->mn, (float *) part->mx); \
+		else \
+			extent_f8((const double *) p->data + lo * D, part->hi - lo, D, part->mn, part->mx); \
+		break
+	switch (d)
+	{
+			EXTENT_CASE(1);
+			EXTENT_CASE(2);
+			EXTENT_CASE(3);
+			EXTENT_CASE(4);
+		default:
+			if (p->type == TC_FLOAT4)
+				extent_f4((const float *) p->data + lo * d, part->hi - lo, d,
+						  (float *) part->mn, (float *) part->mx);
+			else
+				extent_f8((const double *) p->data + lo * d, part->hi - lo, d, part->mn, part->mx);
+	}
+#undef EXTENT_CASE
+	return NULL;
+}
+
+/*
+ * Every dimension's extent of p into di (first: di holds nothing yet).
+ * Large sets are read by up to the join's threads at once, in rounds of
+ * TC_EXTENT_CHUNK coordinates a thread; the caller's thread polls only
+ * between rounds, with every helper joined, since a poll may longjmp.
+ */
+static TcStatus
 extent(TcJoin *join, const TcPoints *p, DimInfo *di, bool first)
 {
-	const int64_t rows = tc_check_rows(p->d);
+	const int	d = p->d;
+	const int64_t coords = p->n * (int64_t) d;
+	int64_t		chunk_rows = TC_EXTENT_CHUNK / d > 0 ? TC_EXTENT_CHUNK / d : 1;
+	int			nth = join->params.threads;
+	ExtentPart *parts;
+	double	   *vals;
 
-	for (int64_t i = 0; i < p->n; i++)
+	if (p->n == 0)
+		return TC_OK;
+	/* a helper for every TC_EXTENT_PART coordinates at least: fewer start no faster */
+	if (nth > TC_EXTENT_THREADS)
+		nth = TC_EXTENT_THREADS;
+	if (nth > coords / TC_EXTENT_PART)
+		nth = coords / TC_EXTENT_PART > 1 ? (int) (coords / TC_EXTENT_PART) : 1;
+	if (chunk_rows > (p->n + nth - 1) / nth)
+		chunk_rows = (p->n + nth - 1) / nth;
+	parts = scratch_alloc(join, SCRATCH_EXTENT,
+						  (sizeof(ExtentPart) + 2 * sizeof(double) * d) * nth);
+	if (parts == NULL)
+		return TC_ERR_NOMEM;
+	vals = (double *) (parts + nth);
+	for (int t = 0; t < nth; t++)
 	{
-		if (i % rows == 0 && !tc_poll(join))
-			return false;
-		for (int j = 0; j < p->d; j++)
-		{
-			double		x = tc_coord(p, i, j);
-
-			if ((first && i == 0) || x < di[j].lo)
-				di[j].lo = x;
-			if ((first && i == 0) || x > di[j].hi)
-				di[j].hi = x;
-		}
+		parts[t].p = p;
+		parts[t].mn = vals + 2 * (size_t) d * t;
+		parts[t].mx = parts[t].mn + d;
 	}
-	return true;
+	for (int64_t r = 0; r < p->n; r += chunk_rows * nth)
+	{
+		pthread_t	th[TC_EXTENT_THREADS];
+		bool		started[TC_EXTENT_THREADS] = {false};
+
+		for (int t = 0; t < nth; t++)
+		{
+			parts[t].lo = r + chunk_rows * t < p->n ? r + chunk_rows * t : p->n;
+			parts[t].hi = parts[t].lo + chunk_rows < p->n ? parts[t].lo + chunk_rows : p->n;
+		}
+		for (int t = 1; t < nth; t++)
+			started[t] = parts[t].lo < parts[t].hi &&
+				tc_start_thread(&th[t], extent_part, &parts[t]) == 0;
+		extent_part(&parts[0]);
+		for (int t = 1; t < nth; t++)
+		{
+			if (started[t])
+				pthread_join(th[t], NULL);
+			else
+				extent_part(&parts[t]);
+		}
+		if (!tc_poll(join))
+			return TC_STOPPED;
+	}
+	for (int t = 0; t < nth; t++)
+	{
+		if (!parts[t].seen)
+			continue;
+		for (int j = 0; j < d; j++)
+		{
+			double		lo = p->type == TC_FLOAT4 ? ((float *) parts[t].mn)[j] : parts[t].mn[j];
+			double		hi = p->type == TC_FLOAT4 ? ((float *) parts[t].mx)[j] : parts[t].mx[j];
+
+			if (first || lo < di[j].lo)
+				di[j].lo = lo;
+			if (first || hi > di[j].hi)
+				di[j].hi = hi;
+		}
+		first = false;
+	}
+	return TC_OK;
 }
 
 /*
@@ -119,14 +302,6 @@ sample_points(const TcPoints *p, int64_t *out, int64_t m, uint64_t seed)
 	return m;
 }
 
-static void *
-scratch_alloc(TcJoin *join, int slot, size_t bytes)
-{
-	free(join->scratch[slot]);
-	join->scratch[slot] = calloc(1, bytes > 0 ? bytes : 1);
-	return join->scratch[slot];
-}
-
 void
 tc_free_scratch(TcJoin *join)
 {
@@ -135,6 +310,87 @@ tc_free_scratch(TcJoin *join)
 		free(join->scratch[i]);
 		join->scratch[i] = NULL;
 	}
+}
+
+/* A sample point of b by its first grid coordinate. */
+typedef struct CellOrder
+{
+	int64_t		c0;
+	int64_t		l;
+} CellOrder;
+
+static int
+cmp_cell_order(const void *x, const void *y)
+{
+	const CellOrder *a = x,
+			   *b = y;
+
+	if (a->c0 != b->c0)
+		return a->c0 < b->c0 ? -1 : 1;
+	return a->l < b->l ? -1 : a->l > b->l;
+}
+
+/* The first of order[0, m) whose c0 is at least c. */
+static int64_t
+first_at_least(const CellOrder *order, int64_t m, int64_t c)
+{
+	int64_t		lo = 0,
+				hi = m;
+
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (order[mid].c0 < c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * hits[k]: the sample pairs (a's i, b's l) whose cell coordinates are
+ * within one on exactly the first k grid dimensions.  Only pairs within
+ * one on the first are walked further, found by b's sample sorted on it;
+ * the rest count at depth 0.  A self-join counts its pairs i < l: every
+ * ordered pair i != l is walked, which counts each twice.
+ */
+static void
+sample_hits(const int64_t *cca, int64_t ma, const int64_t *ccb, int64_t mb, int kmax,
+			bool self, CellOrder *order, double *hits)
+{
+	int64_t		counts[TC_GRID_MAX_DIMS + 1] = {0};
+
+	for (int64_t l = 0; l < mb; l++)
+	{
+		order[l].c0 = ccb[l * kmax];
+		order[l].l = l;
+	}
+	qsort(order, mb, sizeof(CellOrder), cmp_cell_order);
+	for (int64_t i = 0; i < ma; i++)
+	{
+		const int64_t *ci = cca + i * kmax;
+		int64_t		from = first_at_least(order, mb, ci[0] - 1);
+		int64_t		to = first_at_least(order, mb, ci[0] + 2);
+		int64_t		near = 0;
+
+		for (int64_t o = from; o < to; o++)
+		{
+			const int64_t *cl = ccb + order[o].l * kmax;
+			int			depth = 1;
+
+			if (self && order[o].l == i)
+				continue;
+			while (depth < kmax && llabs(ci[depth] - cl[depth]) <= 1)
+				depth++;
+			counts[depth]++;
+			near++;
+		}
+		counts[0] += (self ? mb - 1 : mb) - near;
+	}
+	for (int k = 0; k <= kmax; k++)
+		hits[k] = self ? (double) (counts[k] / 2) : (double) counts[k];
 }
 
 TcStatus
@@ -147,12 +403,14 @@ tc_grid_plan(TcJoin *join, bool allow_brute, TcGridPlan *plan, TcError *err)
 			   *sb,
 			   *cca,
 			   *ccb;
+	CellOrder  *order;
 	int64_t		ma,
 				mb;
 	int			kmax = 0;
 	double		hits[TC_GRID_MAX_DIMS + 1] = {0};
 	double		sample_pairs;
 	double		reach = (eps > 0x1p-530 ? eps : 0x1p-530) * (1.0 + 1e-8);
+	TcStatus	st;
 
 	/* Made once a join: the device's choice may have needed it already. */
 	if (join->have_plan)
@@ -171,9 +429,13 @@ tc_grid_plan(TcJoin *join, bool allow_brute, TcGridPlan *plan, TcError *err)
 	/* Extent of every dimension over both sets; variance from a sample. */
 	for (int j = 0; j < d; j++)
 		di[j].dim = j;
-	if (!extent(join, &join->a, di, true) ||
-		(!join->self && !extent(join, &join->b, di, join->a.n == 0)))
-		return TC_STOPPED;
+	st = extent(join, &join->a, di, true);
+	if (st == TC_OK && !join->self)
+		st = extent(join, &join->b, di, join->a.n == 0);
+	if (st == TC_ERR_NOMEM)
+		goto nomem;
+	if (st != TC_OK)
+		return st;
 	ma = sample_points(&join->a, sa, TC_GRID_SAMPLE, 0x5eed);
 	mb = join->self ? ma : sample_points(&join->b, sb, TC_GRID_SAMPLE, 0xb5eed);
 	if (join->self)
@@ -242,16 +504,10 @@ tc_grid_plan(TcJoin *join, bool allow_brute, TcGridPlan *plan, TcError *err)
 		for (int64_t i = 0; i < mb; i++)
 			for (int j = 0; j < kmax; j++)
 				ccb[i * kmax + j] = tc_cell_coord(plan, j, tc_coord(&join->b, sb[i], plan->dims[j]));
-		for (int64_t i = 0; i < ma; i++)
-			for (int64_t l = join->self ? i + 1 : 0; l < mb; l++)
-			{
-				int			depth = 0;
-
-				while (depth < kmax &&
-					   llabs(cca[i * kmax + depth] - ccb[l * kmax + depth]) <= 1)
-					depth++;
-				hits[depth] += 1;
-			}
+		order = scratch_alloc(join, SCRATCH_ORDER, sizeof(CellOrder) * mb);
+		if (order == NULL)
+			goto nomem;
+		sample_hits(cca, ma, ccb, mb, kmax, join->self, order, hits);
 	}
 	sample_pairs = join->self ? (double) ma * (double) (ma - 1) / 2 : (double) ma * (double) mb;
 	tc_grid_costs(join, plan, kmax, hits, sample_pairs);

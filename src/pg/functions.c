@@ -123,6 +123,13 @@ tc_check_method_metric(const TcJoinParams *params)
 				 errhint("Use method \"auto\" or \"brute\" with metric \"inner_product\".")));
 }
 
+void
+tc_trace_sql(const char *step)
+{
+	if (tc_overrides.trace)
+		fprintf(stderr, "tcjoin trace: SQL %s (clock %.3f)\n", step, tc_now() * 1e3);
+}
+
 /* A join's own memory context: everything it allocates hangs off it. */
 MemoryContext
 tc_join_context(void)
@@ -241,6 +248,7 @@ cross_join(FunctionCallInfo fcinfo, bool ranked)
 
 	mcxt = tc_join_context();
 	t0 = tc_now();
+	tc_trace_sql("load");
 	tc_load(PG_GETARG_OID(0), NameStr(*PG_GETARG_NAME(1)),
 			PG_ARGISNULL(opt) ? NULL : NameStr(*PG_GETARG_NAME(opt)), mcxt, &a);
 	tc_load(PG_GETARG_OID(2), NameStr(*PG_GETARG_NAME(3)),
@@ -265,7 +273,9 @@ cross_join(FunctionCallInfo fcinfo, bool ranked)
 			tc_run_join(&a, &b, &params, rsinfo->setResult, rsinfo->setDesc, mcxt, &rs);
 		tc_record_stats(a.points.n + b.points.n, a.points.d, eps, &rs, t1 - t0, tc_now() - t0);
 	}
+	tc_trace_sql("join recorded");
 	MemoryContextDelete(mcxt);
+	tc_trace_sql("returns");
 }
 
 PG_FUNCTION_INFO_V1(tc_join);

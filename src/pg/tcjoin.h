@@ -31,6 +31,9 @@ typedef struct TcDeviceSetting
 
 extern TcDeviceSetting tc_devices_setting;
 
+/* The trace override (tcjoin.dev_overrides): a step of the SQL function, on stderr. */
+extern void tc_trace_sql(const char *step);
+
 /*
  * Keep what a finished join did for tc_last_stats(); with tcjoin.log_stats,
  * also report it.  n counts the points of both sets.
