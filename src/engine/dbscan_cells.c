@@ -275,14 +275,7 @@ dg_build_cells(DbGrid *gr, const TcPoints *p, double eps, bool *fit)
 		mn[k] = INFINITY;
 		mx[k] = -INFINITY;
 	}
-	for (int64_t i = 0; i < gr->n; i++)
-		for (int k = 0; k < d; k++)
-		{
-			double		v = tc_coord(p, i, k);
-
-			mn[k] = v < mn[k] ? v : mn[k];
-			mx[k] = v > mx[k] ? v : mx[k];
-		}
+	tc_extent_fold(p, 0, gr->n, false, mn, mx);
 	/* the keys must fit 62 bits (cell coordinates are rounded: any cell will do) */
 	for (int k = 0; k < d; k++)
 	{

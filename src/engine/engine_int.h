@@ -193,6 +193,13 @@ tc_check_rows(int64_t width)
  */
 extern bool tc_poll(TcJoin *join);
 extern void tc_trace_step(const TcJoin *join, const char *step);
+/*
+ * Rows [lo, hi) of p folded into each dimension's least and greatest
+ * value, mn and mx (d each, as float8); first: they hold nothing yet.
+ * grid_plan.c.
+ */
+extern void tc_extent_fold(const TcPoints *p, int64_t lo, int64_t hi, bool first,
+						   double *mn, double *mx);
 
 /*
  * A union-find over an array of parents (graph.c), shared by threads:

@@ -73,102 +73,80 @@ scratch_alloc(TcJoin *join, int slot, size_t bytes)
 	return join->scratch[slot];
 }
 
-/*
- * One thread's part of a set's extent: rows [lo, hi), folded into its
- * least and greatest values of each dimension (in the set's element type:
- * widening to float8 keeps their order).
- */
+/* One thread's part of a set's extent: rows [lo, hi), folded into mn and mx. */
 typedef struct ExtentPart
 {
 	const TcPoints *p;
 	int64_t		lo;
 	int64_t		hi;
 	bool		seen;			/* mn and mx hold a row already */
-	double	   *mn;				/* d each; float4 sets use them as floats */
+	double	   *mn;				/* d each */
 	double	   *mx;
 } ExtentPart;
 
 /*
- * Rows of n x d values into mn and mx.  For the grid's usual few
- * dimensions (d <= 4, a constant where inlined) the running values live
- * in locals that the unrolled loop keeps in registers; past that, in place.
+ * n rows of d values folded into mn and mx.  For the grid's usual few
+ * dimensions (d <= 4, a constant where inlined) the running values live in
+ * locals that the unrolled loop keeps in registers; past that, in place,
+ * where the loop over a row vectorizes.  Widening float4 to float8 keeps
+ * the order, so the extremes are the same either way.
  */
 #define EXTENT_ROWS(name, T) \
 static inline __attribute__((always_inline)) void \
-name(const T *restrict x, int64_t n, int d, T *restrict mn, T *restrict mx) \
+name(const T *restrict x, int64_t n, int d, double *restrict mn, double *restrict mx) \
 { \
-	if (d <= 4) \
-	{ \
-		T			lmn[2][4], \
-					lmx[2][4]; \
+	double		lmn[4], \
+				lmx[4]; \
 \
-		for (int j = 0; j < d; j++) \
-			lmn[0][j] = lmn[1][j] = mn[j], lmx[0][j] = lmx[1][j] = mx[j]; \
-		/* two rows a step: two chains of min and max, not one */ \
-		for (int64_t i = 0; i < n; i += 2) \
-			_Pragma("GCC unroll 4") \
+	if (d > 4) \
+	{ \
+		for (int64_t i = 0; i < n; i++) \
 			for (int j = 0; j < d; j++) \
 			{ \
-				T			v = x[i * d + j]; \
-				T			w = x[(i + 1 < n ? i + 1 : i) * d + j]; \
+				double		v = x[i * d + j]; \
 \
-				lmn[0][j] = v < lmn[0][j] ? v : lmn[0][j]; \
-				lmx[0][j] = v > lmx[0][j] ? v : lmx[0][j]; \
-				lmn[1][j] = w < lmn[1][j] ? w : lmn[1][j]; \
-				lmx[1][j] = w > lmx[1][j] ? w : lmx[1][j]; \
+				mn[j] = v < mn[j] ? v : mn[j]; \
+				mx[j] = v > mx[j] ? v : mx[j]; \
 			} \
-		for (int j = 0; j < d; j++) \
-		{ \
-			mn[j] = lmn[0][j] < lmn[1][j] ? lmn[0][j] : lmn[1][j]; \
-			mx[j] = lmx[0][j] > lmx[1][j] ? lmx[0][j] : lmx[1][j]; \
-		} \
 		return; \
 	} \
+	for (int j = 0; j < d; j++) \
+		lmn[j] = mn[j], lmx[j] = mx[j]; \
 	for (int64_t i = 0; i < n; i++) \
+		_Pragma("GCC unroll 4") \
 		for (int j = 0; j < d; j++) \
 		{ \
-			T			v = x[i * d + j]; \
+			double		v = x[i * d + j]; \
 \
-			mn[j] = v < mn[j] ? v : mn[j]; \
-			mx[j] = v > mx[j] ? v : mx[j]; \
+			lmn[j] = v < lmn[j] ? v : lmn[j]; \
+			lmx[j] = v > lmx[j] ? v : lmx[j]; \
 		} \
+	for (int j = 0; j < d; j++) \
+		mn[j] = lmn[j], mx[j] = lmx[j]; \
 }
 EXTENT_ROWS(extent_f4, float)
 EXTENT_ROWS(extent_f8, double)
 
-static void *
-extent_part(void *arg)
+void
+tc_extent_fold(const TcPoints *p, int64_t lo, int64_t hi, bool first, double *mn, double *mx)
 {
-	ExtentPart *part = arg;
-	const TcPoints *p = part->p;
 	const int	d = p->d;
-	int64_t		lo = part->lo;
 
-	if (lo >= part->hi)
-		return NULL;
-	if (!part->seen)
+	if (lo >= hi)
+		return;
+	if (first)
 	{
 		/* the first row starts both */
-		if (p->type == TC_FLOAT4)
-		{
-			memcpy(part->mn, (const float *) p->data + lo * d, sizeof(float) * d);
-			memcpy(part->mx, (const float *) p->data + lo * d, sizeof(float) * d);
-		}
-		else
-		{
-			memcpy(part->mn, (const double *) p->data + lo * d, sizeof(double) * d);
-			memcpy(part->mx, (const double *) p->data + lo * d, sizeof(double) * d);
-		}
-		part->seen = true;
+		for (int j = 0; j < d; j++)
+			mn[j] = mx[j] = tc_coord(p, lo, j);
 		lo++;
 	}
 #define EXTENT_CASE(D) \
 	case D: \
 		if (p->type == TC_FLOAT4) \
-			extent_f4((const float *) p->data + lo * D, part->hi - lo, D, \
-					  (float *) part->mn, (float *) part->mx); \
+			extent_f4((const float *) p->data + lo * D, hi - lo, D, mn, mx); \
 		else \
-			extent_f8((const double *) p->data + lo * D, part->hi - lo, D, part->mn, part->mx); \
+			extent_f8((const double *) p->data + lo * D, hi - lo, D, mn, mx); \
 		break
 	switch (d)
 	{
@@ -178,12 +156,20 @@ extent_part(void *arg)
 			EXTENT_CASE(4);
 		default:
 			if (p->type == TC_FLOAT4)
-				extent_f4((const float *) p->data + lo * d, part->hi - lo, d,
-						  (float *) part->mn, (float *) part->mx);
+				extent_f4((const float *) p->data + lo * d, hi - lo, d, mn, mx);
 			else
-				extent_f8((const double *) p->data + lo * d, part->hi - lo, d, part->mn, part->mx);
+				extent_f8((const double *) p->data + lo * d, hi - lo, d, mn, mx);
 	}
 #undef EXTENT_CASE
+}
+
+static void *
+extent_part(void *arg)
+{
+	ExtentPart *part = arg;
+
+	tc_extent_fold(part->p, part->lo, part->hi, !part->seen, part->mn, part->mx);
+	part->seen |= part->lo < part->hi;
 	return NULL;
 }
 
@@ -253,13 +239,10 @@ extent(TcJoin *join, const TcPoints *p, DimInfo *di, bool first)
 			continue;
 		for (int j = 0; j < d; j++)
 		{
-			double		lo = p->type == TC_FLOAT4 ? ((float *) parts[t].mn)[j] : parts[t].mn[j];
-			double		hi = p->type == TC_FLOAT4 ? ((float *) parts[t].mx)[j] : parts[t].mx[j];
-
-			if (first || lo < di[j].lo)
-				di[j].lo = lo;
-			if (first || hi > di[j].hi)
-				di[j].hi = hi;
+			if (first || parts[t].mn[j] < di[j].lo)
+				di[j].lo = parts[t].mn[j];
+			if (first || parts[t].mx[j] > di[j].hi)
+				di[j].hi = parts[t].mx[j];
 		}
 		first = false;
 	}

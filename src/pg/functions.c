@@ -171,13 +171,16 @@ tc_selfjoin(PG_FUNCTION_ARGS)
 
 	mcxt = tc_join_context();
 	t0 = tc_now();
+	tc_trace_sql("load");
 	tc_prewarm_for(PG_GETARG_OID(0), &params);
 	tc_load(PG_GETARG_OID(0), NameStr(*PG_GETARG_NAME(1)),
 			PG_ARGISNULL(3) ? NULL : NameStr(*PG_GETARG_NAME(3)), mcxt, &loaded);
 	t1 = tc_now();
 	tc_run_join(&loaded, NULL, &params, rsinfo->setResult, rsinfo->setDesc, mcxt, &rs);
 	tc_record_stats(loaded.points.n, loaded.points.d, eps, &rs, t1 - t0, tc_now() - t0);
+	tc_trace_sql("join recorded");
 	MemoryContextDelete(mcxt);
+	tc_trace_sql("returns");
 
 	PG_RETURN_NULL();
 }
@@ -249,6 +252,9 @@ cross_join(FunctionCallInfo fcinfo, bool ranked)
 	mcxt = tc_join_context();
 	t0 = tc_now();
 	tc_trace_sql("load");
+	/* a GPU join's context made while the sets load, as tc_selfjoin's */
+	tc_prewarm_for(PG_GETARG_OID(0), &params);
+	tc_prewarm_for(PG_GETARG_OID(2), &params);
 	tc_load(PG_GETARG_OID(0), NameStr(*PG_GETARG_NAME(1)),
 			PG_ARGISNULL(opt) ? NULL : NameStr(*PG_GETARG_NAME(opt)), mcxt, &a);
 	tc_load(PG_GETARG_OID(2), NameStr(*PG_GETARG_NAME(3)),
