@@ -492,38 +492,46 @@ typedef struct DgPhase
 	int64_t		min_points;
 	DgPhaseKind kind;
 	_Atomic int64_t *up;		/* the links' union-find over sorted positions */
-	atomic_llong next;			/* the next chunk's first cell */
+	/* the threads' counters on a line of their own: the fields above are read a cell */
+	_Alignas(64) atomic_llong next;	/* the next chunk's first cell */
 	atomic_int	running;		/* helpers not yet done */
 } DgPhase;
 
 static void
 phase_share(DgPhase *ph, DgCtx *cx)
 {
+	DbGrid	   *gr = ph->gr;
+	TcGraph    *g = ph->g;
+	const DgPhaseKind kind = ph->kind;
+	const int64_t min_points = ph->min_points;
+	_Atomic int64_t *up = ph->up;
+	const int64_t ncells = gr->ncells;
+
 	for (;;)
 	{
 		int64_t		c0 = atomic_fetch_add(&ph->next, DG_CHUNK);
-		int64_t		c1 = c0 + DG_CHUNK < ph->gr->ncells ? c0 + DG_CHUNK : ph->gr->ncells;
+		int64_t		c1 = c0 + DG_CHUNK < ncells ? c0 + DG_CHUNK : ncells;
 
-		if (c0 >= ph->gr->ncells || atomic_load(&ph->gr->stop))
+		if (c0 >= ncells || atomic_load(&gr->stop))
 			return;
 		for (int64_t c = c0; c < c1; c++)
 		{
-			switch (ph->kind)
+			switch (kind)
 			{
 				case DG_CORES:
-					find_cores(cx, ph->min_points, c);
+					find_cores(cx, min_points, c);
 					break;
 				case DG_LINKS_WITHIN:
-					link_within(cx, ph->up, c);
+					link_within(cx, up, c);
 					break;
 				case DG_LINKS_ACROSS:
-					link_across(cx, ph->up, c);
+					link_across(cx, up, c);
 					break;
 				case DG_PARENTS:
-					set_parents(ph->gr, ph->g, ph->up, c);
+					set_parents(gr, g, up, c);
 					break;
 				case DG_BORDERS:
-					border_candidates(cx, ph->g, c);
+					border_candidates(cx, g, c);
 					break;
 			}
 		}
