@@ -509,6 +509,8 @@ worker_main(void *arg)
 {
 	TcWorker   *w = arg;
 	TcJoin	   *join = w->join;
+	const int64_t nitems = join->nitems;
+	void		(*run_item) (TcJoin *, TcWorker *, int64_t) = join->backend->run_item;
 
 	for (;;)
 	{
@@ -517,9 +519,9 @@ worker_main(void *arg)
 		if (tc_should_stop(join) || w->batch == NULL)
 			break;
 		item = atomic_fetch_add_explicit(&join->next_item, 1, memory_order_relaxed);
-		if (item >= join->nitems)
+		if (item >= nitems)
 			break;
-		join->backend->run_item(join, w, item);
+		run_item(join, w, item);
 	}
 
 	pthread_mutex_lock(&join->mu);

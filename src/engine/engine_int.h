@@ -69,7 +69,13 @@ struct TcJoin
 	const TcBackend *backend;
 	void	   *state;
 	int64_t		nitems;
+	/*
+	 * Every worker takes its items here: padded to a cache line of its
+	 * own, so that taking one does not evict what the others read.
+	 */
+	char		pad_before[64];
 	atomic_int_fast64_t next_item;
+	char		pad_after[64];
 
 	/* Threads and output hand-over. */
 	int			nworkers;
