@@ -99,7 +99,7 @@ struct TcJoin
 	bool		have_plan;
 
 	/* Planner scratch: freed when planning ends, or by tc_join_destroy. */
-#define TC_SCRATCH_SLOTS 7
+#define TC_SCRATCH_SLOTS 6
 	void	   *scratch[TC_SCRATCH_SLOTS];
 };
 
@@ -206,6 +206,14 @@ extern void tc_trace_step(const TcJoin *join, const char *step);
  */
 extern void tc_extent_fold(const TcPoints *p, int64_t lo, int64_t hi, bool first,
 						   double *mn, double *mx);
+/*
+ * The grid plan's cost sample: hits[k] for k = 0 .. kmax, the pairs of a's
+ * ma and b's mb sample points (cell coordinates, kmax a point) within one
+ * cell on exactly the first k grid dimensions; self: a and b are the same
+ * sample, its pairs i < l.  False: out of memory.  grid_plan.c.
+ */
+extern bool tc_grid_sample_hits(const int64_t *cca, int64_t ma, const int64_t *ccb, int64_t mb,
+								int kmax, bool self, double *hits);
 
 /*
  * A union-find over an array of parents (graph.c), shared by threads:

@@ -40,7 +40,7 @@ typedef struct DimInfo
 enum
 {
 	SCRATCH_DIMS, SCRATCH_SAMPLE_A, SCRATCH_SAMPLE_B, SCRATCH_COORDS_A,
-	SCRATCH_COORDS_B, SCRATCH_EXTENT, SCRATCH_ORDER
+	SCRATCH_COORDS_B, SCRATCH_EXTENT
 };
 
 /* splitmix64: a fixed, seeded sample keeps plans reproducible. */
@@ -337,14 +337,18 @@ first_at_least(const CellOrder *order, int64_t m, int64_t c)
  * within one on exactly the first k grid dimensions.  Only pairs within
  * one on the first are walked further, found by b's sample sorted on it;
  * the rest count at depth 0.  A self-join counts its pairs i < l: every
- * ordered pair i != l is walked, which counts each twice.
+ * ordered pair i != l is walked, which counts each twice.  No poll comes
+ * between its allocation and its free, so it needs no scratch slot.
  */
-static void
-sample_hits(const int64_t *cca, int64_t ma, const int64_t *ccb, int64_t mb, int kmax,
-			bool self, CellOrder *order, double *hits)
+bool
+tc_grid_sample_hits(const int64_t *cca, int64_t ma, const int64_t *ccb, int64_t mb, int kmax,
+					bool self, double *hits)
 {
 	int64_t		counts[TC_GRID_MAX_DIMS + 1] = {0};
+	CellOrder  *order = malloc(sizeof(CellOrder) * (size_t) (mb > 0 ? mb : 1));
 
+	if (order == NULL)
+		return false;
 	for (int64_t l = 0; l < mb; l++)
 	{
 		order[l].c0 = ccb[l * kmax];
@@ -374,6 +378,8 @@ sample_hits(const int64_t *cca, int64_t ma, const int64_t *ccb, int64_t mb, int 
 	}
 	for (int k = 0; k <= kmax; k++)
 		hits[k] = self ? (double) (counts[k] / 2) : (double) counts[k];
+	free(order);
+	return true;
 }
 
 TcStatus
@@ -386,7 +392,6 @@ tc_grid_plan(TcJoin *join, bool allow_brute, TcGridPlan *plan, TcError *err)
 			   *sb,
 			   *cca,
 			   *ccb;
-	CellOrder  *order;
 	int64_t		ma,
 				mb;
 	int			kmax = 0;
@@ -487,10 +492,8 @@ tc_grid_plan(TcJoin *join, bool allow_brute, TcGridPlan *plan, TcError *err)
 		for (int64_t i = 0; i < mb; i++)
 			for (int j = 0; j < kmax; j++)
 				ccb[i * kmax + j] = tc_cell_coord(plan, j, tc_coord(&join->b, sb[i], plan->dims[j]));
-		order = scratch_alloc(join, SCRATCH_ORDER, sizeof(CellOrder) * mb);
-		if (order == NULL)
+		if (!tc_grid_sample_hits(cca, ma, ccb, mb, kmax, join->self, hits))
 			goto nomem;
-		sample_hits(cca, ma, ccb, mb, kmax, join->self, order, hits);
 	}
 	sample_pairs = join->self ? (double) ma * (double) (ma - 1) / 2 : (double) ma * (double) mb;
 	tc_grid_costs(join, plan, kmax, hits, sample_pairs);

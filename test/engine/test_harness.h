@@ -188,5 +188,6 @@ double		metric_ref(TcMetric m, const TcPoints *a, int64_t i, const TcPoints *b, 
 void		test_int8_dot(void);		/* test_int8_dot.c */
 void		test_graph(void);		/* test_graph.c */
 void		test_nearest(void);		/* test_nearest.c */
+void		test_plan(void);		/* test_plan.c */
 
 #endif							/* TC_TEST_HARNESS_H */

@@ -21,7 +21,7 @@
  *					sq_threshold, invalid, tiny, dims, distributions,
  *					two-sets, large, sinks, random, fp16-round,
  *					fp16-filter, fp16-dot, overrides, cancel, signals, threads,
- *					device, metrics, int8-dot, graph, nearest.
+ *					device, metrics, int8-dot, graph, nearest, plan.
  */
 #include "test_harness.h"
 
@@ -71,6 +71,7 @@ static const struct
 	{"int8-dot", test_int8_dot},
 	{"graph", test_graph},
 	{"nearest", test_nearest},
+	{"plan", test_plan},
 };
 
 static uint64_t
