@@ -335,8 +335,6 @@ build_set(TcJoin *join, TcDotFilterLp *f, const TcPoints *p, const double *norm,
 		int64_t		c1 = p->n - c0 > check ? c0 + check : p->n;
 		/* parts of whole groups of 16 points, 256 at least */
 		int64_t		step = ((c1 - c0 + nt - 1) / nt + 255) / 256 * 256;
-		pthread_t	th[TC_LP_MAX_THREADS];
-		bool		started[TC_LP_MAX_THREADS] = {false};
 		int			np = 0;
 
 		if (!tc_poll(join))
@@ -344,15 +342,7 @@ build_set(TcJoin *join, TcDotFilterLp *f, const TcPoints *p, const double *norm,
 		for (int64_t i0 = c0; i0 < c1; i0 += step, np++)
 			part[np] = (LpPart) {f, p, set, i0, c1 - i0 > step ? i0 + step : c1,
 			q + (size_t) np * dp, x + (size_t) np * dp, true};
-		/* the helpers never run the host's signal handlers (tc_start_thread) */
-		for (int t = 1; t < np; t++)
-			started[t] = tc_start_thread(&th[t], quantise_part, &part[t]) == 0;
-		for (int t = 0; t < np; t++)
-			if (!started[t])
-				quantise_part(&part[t]);
-		for (int t = 1; t < np; t++)
-			if (started[t])
-				pthread_join(th[t], NULL);
+		tc_run_parts(quantise_part, part, sizeof(LpPart), np);
 		for (int t = 0; t < np; t++)
 			if (!part[t].in_range)
 			{

@@ -113,8 +113,6 @@ run_parts(DgPart *pts, int n, DgStep step)
 {
 	for (int64_t done = 0;; done += DG_ROUND)
 	{
-		pthread_t	th[DG_SORT_PARTS];
-		int			started;
 		bool		more = false;
 
 		for (int t = 0; t < n; t++)
@@ -124,12 +122,7 @@ run_parts(DgPart *pts, int n, DgStep step)
 			pts[t].r1 = pts[t].r0 + DG_ROUND < pts[t].i1 ? pts[t].r0 + DG_ROUND : pts[t].i1;
 			more |= pts[t].r1 < pts[t].i1;
 		}
-		started = dg_start_helpers(th, n, part_main, (char *) pts, sizeof(DgPart));
-		part_step(&pts[0]);
-		for (int t = started + 1; t < n; t++)
-			part_step(&pts[t]);
-		for (int t = 1; t <= started; t++)
-			pthread_join(th[t], NULL);
+		tc_run_parts(part_main, pts, sizeof(DgPart), n);
 		if (dg_poll_now(pts[0].gr))
 			return false;
 		if (!more)

@@ -635,27 +635,6 @@ nomem:
 }
 
 /*
- * A thread of the engine's, started with every signal blocked, so that the
- * host's handlers (PostgreSQL's) run only on its own thread: blocked here
- * around pthread_create, so that the new thread inherits the mask and no
- * signal can land on it before it could block them itself.  Returns
- * pthread_create's result (0: started).
- */
-int
-tc_start_thread(pthread_t *th, void *(*fn) (void *), void *arg)
-{
-	sigset_t	all,
-				old;
-	int			rc;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(th, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return rc;
-}
-
-/*
  * Start the workers (tc_start_thread).  Returns how many started; *rc is
  * the error of the first that could not.
  */

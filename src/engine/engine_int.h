@@ -200,6 +200,13 @@ tc_check_rows(int64_t width)
 extern bool tc_poll(TcJoin *join);
 extern void tc_trace_step(const TcJoin *join, const char *step);
 /*
+ * fn on each of n parts, stride bytes apart, at once: parts 1 .. n - 1 on
+ * helpers (tc_start_thread), part 0 and any whose helper did not start on
+ * the caller's thread, which returns once every part is done.  fn must not
+ * poll (a poll may longjmp past the helpers).  threads.c.
+ */
+extern void tc_run_parts(void *(*fn) (void *), void *parts, size_t stride, int n);
+/*
  * Rows [lo, hi) of p folded into each dimension's least and greatest
  * value, mn and mx (d each, as float8); first: they hold nothing yet.
  * grid_plan.c.

@@ -14,7 +14,6 @@
  */
 #include <float.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,25 +210,12 @@ extent(TcJoin *join, const TcPoints *p, DimInfo *di, bool first)
 	}
 	for (int64_t r = 0; r < p->n; r += chunk_rows * nth)
 	{
-		pthread_t	th[TC_EXTENT_THREADS];
-		bool		started[TC_EXTENT_THREADS] = {false};
-
 		for (int t = 0; t < nth; t++)
 		{
 			parts[t].lo = r + chunk_rows * t < p->n ? r + chunk_rows * t : p->n;
 			parts[t].hi = parts[t].lo + chunk_rows < p->n ? parts[t].lo + chunk_rows : p->n;
 		}
-		for (int t = 1; t < nth; t++)
-			started[t] = parts[t].lo < parts[t].hi &&
-				tc_start_thread(&th[t], extent_part, &parts[t]) == 0;
-		extent_part(&parts[0]);
-		for (int t = 1; t < nth; t++)
-		{
-			if (started[t])
-				pthread_join(th[t], NULL);
-			else
-				extent_part(&parts[t]);
-		}
+		tc_run_parts(extent_part, parts, sizeof(ExtentPart), nth);
 		if (!tc_poll(join))
 			return TC_STOPPED;
 	}
