@@ -344,44 +344,59 @@ get_ring(TcGpuJoin *g, TcError *err)
 }
 
 /*
- * Bring a finished batch's count pairs to the host and the sink: chunk
- * copies on the batch's stream, up to RING_SLOTS in flight, each handed to
- * the sink as soon as it lands, in order.
+ * bytes of device memory to the host through the pinned ring: chunk copies
+ * on stream s, up to RING_SLOTS in flight, each landed chunk handed to
+ * take(its pinned slot, its offset, its bytes) in order, before its slot
+ * takes another.  The ring is held already (get_ring).
+ */
+template <typename Take>
+static TcStatus
+ring_from_device(TcGpuJoin *g, cudaStream_t s, const void *src, size_t bytes, const TcSink *sink,
+				 TcError *err, Take take)
+{
+	const size_t chunk = sizeof(TcPair) * (size_t) RING_CHUNK;
+	const size_t nchunks = (bytes + chunk - 1) / chunk;
+	size_t		issued = 0;
+	TcStatus	st;
+
+	for (size_t done = 0; done < nchunks; done++)
+	{
+		while (issued < nchunks && issued - done < RING_SLOTS)
+		{
+			const int	slot = (int) (issued % RING_SLOTS);
+			const size_t off = issued * chunk;
+
+			CHECK(cudaMemcpyAsync((char *) g->ring + (size_t) slot * chunk, (const char *) src + off,
+								  std::min(chunk, bytes - off), cudaMemcpyDeviceToHost, s));
+			CHECK(cudaEventRecord(g->ring_ev[slot], s));
+			issued++;
+		}
+
+		const int	slot = (int) (done % RING_SLOTS);
+		const size_t off = done * chunk;
+
+		if ((st = wait_event(g, g->ring_ev[slot], sink, err)) != TC_OK)
+			return st;
+		if ((st = take((char *) g->ring + (size_t) slot * chunk, off, std::min(chunk, bytes - off))) != TC_OK)
+			return st;
+	}
+	return TC_OK;
+}
+
+/*
+ * Bring a finished batch's count pairs to the host and the sink, each
+ * chunk handed to the sink as soon as it lands.
  */
 TcStatus
 drain(TcGpuJoin *g, cudaStream_t s, const PairDev *d_pairs, unsigned int count,
 	  const TcSink *sink, TcJoinStats *stats, TcError *err)
 {
-	unsigned int nchunks = (count + RING_CHUNK - 1) / RING_CHUNK;
-	unsigned int issued = 0;
-	TcStatus	st;
-
 	if (g->fold)
 		return fold_pairs(g, s, d_pairs, count, stats, err);
-	for (unsigned int done = 0; done < nchunks; done++)
-	{
-		while (issued < nchunks && issued - done < RING_SLOTS)
-		{
-			unsigned int slot = issued % RING_SLOTS;
-			size_t		off = (size_t) issued * RING_CHUNK;
-			size_t		m = std::min((size_t) RING_CHUNK, count - off);
-
-			CHECK(cudaMemcpyAsync(g->ring + (size_t) slot * RING_CHUNK, d_pairs + off,
-								  sizeof(PairDev) * m, cudaMemcpyDeviceToHost, s));
-			CHECK(cudaEventRecord(g->ring_ev[slot], s));
-			issued++;
-		}
-
-		unsigned int slot = done % RING_SLOTS;
-		size_t		off = (size_t) done * RING_CHUNK;
-		size_t		m = std::min((size_t) RING_CHUNK, count - off);
-
-		if ((st = wait_event(g, g->ring_ev[slot], sink, err)) != TC_OK)
-			return st;
-		if ((st = emit_pairs(g->ring + (size_t) slot * RING_CHUNK, m, sink, stats)) != TC_OK)
-			return st;
-	}
-	return TC_OK;
+	return ring_from_device(g, s, d_pairs, sizeof(PairDev) * (size_t) count, sink, err,
+							[&](char *pin, size_t, size_t m) {
+								return emit_pairs((const TcPair *) pin, m / sizeof(TcPair), sink, stats);
+							});
 }
 
 /*
@@ -455,40 +470,21 @@ upload(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
 
 /*
  * upload's reverse: bytes of device memory into the caller's pageable
- * memory through the pinned ring, up to RING_SLOTS chunks crossing the
- * link while host threads copy the landed ones out.
+ * memory through the pinned ring, host threads copying each landed chunk
+ * out while the next ones cross the link.
  */
 TcStatus
 download(TcGpuJoin *g, void *dst, const void *src, size_t bytes, cudaStream_t s,
 		 const TcSink *sink, TcError *err)
 {
-	const size_t chunk = sizeof(TcPair) * (size_t) RING_CHUNK;
-	size_t		nchunks = (bytes + chunk - 1) / chunk;
-	size_t		issued = 0;
 	TcStatus	st;
 
 	if ((st = get_ring(g, err)) != TC_OK)
 		return st;
-	for (size_t done = 0; done < nchunks; done++)
-	{
-		size_t		off = done * chunk;
-		char	   *pin = (char *) g->ring + (size_t) (done % RING_SLOTS) * chunk;
-
-		while (issued < nchunks && issued - done < RING_SLOTS)
-		{
-			size_t		ioff = issued * chunk;
-			int			slot = (int) (issued % RING_SLOTS);
-
-			CHECK(cudaMemcpyAsync((char *) g->ring + (size_t) slot * chunk, (const char *) src + ioff,
-								  std::min(chunk, bytes - ioff), cudaMemcpyDeviceToHost, s));
-			CHECK(cudaEventRecord(g->ring_ev[slot], s));
-			issued++;
-		}
-		if ((st = wait_event(g, g->ring_ev[done % RING_SLOTS], sink, err)) != TC_OK)
-			return st;
-		parallel_copy((char *) dst + off, pin, std::min(chunk, bytes - off));
-	}
-	return TC_OK;
+	return ring_from_device(g, s, src, bytes, sink, err, [&](char *pin, size_t off, size_t m) {
+		parallel_copy((char *) dst + off, pin, m);
+		return TC_OK;
+	});
 }
 
 /*
