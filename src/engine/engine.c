@@ -209,8 +209,12 @@ void
 tc_trace_step(const TcJoin *join, const char *step)
 {
 	if (join->params.overrides.trace)
+	{
+		double		now = tc_now();
+
 		fprintf(stderr, "tcjoin trace: host %s at %.3f ms (clock %.3f)\n", step,
-				(tc_now() - join->created) * 1e3, tc_now() * 1e3);
+				(now - join->created) * 1e3, now * 1e3);
+	}
 }
 
 bool
