@@ -128,10 +128,40 @@ SET tcjoin.lists_memory_limit = -1;
 SELECT bool_and(cardinality(neighbor_ids) = (SELECT count(*) - 1 FROM g)) AS unlimited
   FROM tc_neighbors('g', 'v', 10);
 RESET tcjoin.lists_memory_limit;
--- a superuser's setting: no other role may raise it
+-- tcjoin.keep_memory: a backend keeps the large buffers of its last joins
+-- for its next.  Buffers taken again, dirty, must give the answers fresh
+-- ones give: 200,000 points (arrays past a megabyte), each answer with
+-- nothing kept, then twice with buffers kept.
+SHOW tcjoin.keep_memory;
+CREATE TABLE big (id bigint PRIMARY KEY, v real[]);
+INSERT INTO big SELECT i, ARRAY[random() * 100, random() * 100]::real[] FROM generate_series(1, 200000) i;
+SET tcjoin.keep_memory = 0;
+CREATE TABLE fresh_dbscan AS SELECT * FROM tc_dbscan('big', 'v', 0.2, 3);
+CREATE TABLE fresh_degrees AS SELECT * FROM tc_degrees('big', 'v', 0.2);
+CREATE TABLE fresh_components AS SELECT * FROM tc_components('big', 'v', 0.2);
+CREATE TABLE fresh_count AS SELECT tc_count('big', 'v', 0.2) AS n;
+SELECT (SELECT n FROM fresh_count) = (SELECT sum(degree) / 2 FROM fresh_degrees) AS count_is_half_the_degrees,
+       (SELECT n FROM fresh_count) = (SELECT count(*) FROM tc_selfjoin('big', 'v', 0.2)) AS count_is_the_pairs,
+       (SELECT count(*) FROM fresh_dbscan WHERE is_core) > 1000 AS some_cores;
+SET tcjoin.keep_memory = '256MB';
+SELECT (SELECT count(*) FROM (SELECT * FROM tc_dbscan('big', 'v', 0.2, 3)
+                              EXCEPT SELECT * FROM fresh_dbscan) x) AS dbscan_differ,
+       (SELECT count(*) FROM (SELECT * FROM tc_degrees('big', 'v', 0.2)
+                              EXCEPT SELECT * FROM fresh_degrees) x) AS degrees_differ,
+       (SELECT count(*) FROM (SELECT * FROM tc_components('big', 'v', 0.2)
+                              EXCEPT SELECT * FROM fresh_components) x) AS components_differ,
+       tc_count('big', 'v', 0.2) = (SELECT n FROM fresh_count) AS count_same;
+SELECT (SELECT count(*) FROM (SELECT * FROM tc_dbscan('big', 'v', 0.2, 3)
+                              EXCEPT SELECT * FROM fresh_dbscan) x) AS dbscan_differ,
+       (SELECT count(*) FROM (SELECT * FROM tc_components('big', 'v', 0.2)
+                              EXCEPT SELECT * FROM fresh_components) x) AS components_differ,
+       (SELECT count(*) FROM (SELECT * FROM tc_degrees('big', 'v', 0.2)
+                              EXCEPT SELECT * FROM fresh_degrees) x) AS degrees_differ;
+-- superusers' settings: no other role may raise them
 CREATE ROLE tcjoin_graphs_user;
 SET ROLE tcjoin_graphs_user;
 SET tcjoin.lists_memory_limit = -1;
+SET tcjoin.keep_memory = '1GB';
 RESET ROLE;
 DROP ROLE tcjoin_graphs_user;
 SET client_min_messages = warning;

@@ -78,9 +78,9 @@ typedef struct Grid
 static void
 free_scratch(GridSet *s)
 {
-	free(s->tmp_keys);
-	free(s->tmp_keys2);
-	free(s->tmp_idx2);
+	tc_free_huge(s->tmp_keys);
+	tc_free_huge(s->tmp_keys2);
+	tc_free_huge(s->tmp_idx2);
 	s->tmp_keys = s->tmp_keys2 = NULL;
 	s->tmp_idx2 = NULL;
 }
@@ -89,10 +89,10 @@ static void
 free_set(GridSet *s)
 {
 	free_scratch(s);
-	free(s->pts);
-	free(s->perm);
-	free(s->cell_key);
-	free(s->cell_start);
+	tc_free_huge(s->pts);
+	tc_free_huge(s->perm);
+	tc_free_huge(s->cell_key);
+	tc_free_huge(s->cell_start);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -330,9 +330,9 @@ build_set(TcJoin *join, const Grid *g, const TcPoints *p, GridSet *s, bool calle
 	 * cut to size after.  Packed, the starts go into the keys themselves:
 	 * cell c's start is written at c, never past the key just read.
 	 */
-	if (n == 0 && (s->tmp_keys2 = malloc(sizeof(uint64_t))) == NULL)
+	if (n == 0 && (s->tmp_keys2 = tc_malloc_huge(sizeof(uint64_t))) == NULL)
 		return TC_ERR_NOMEM;
-	if (n == 0 && !packed && (s->tmp_idx2 = malloc(sizeof(int64_t))) == NULL)
+	if (n == 0 && !packed && (s->tmp_idx2 = tc_malloc_huge(sizeof(int64_t))) == NULL)
 		return TC_ERR_NOMEM;
 	s->cell_key = s->tmp_keys2;
 	s->cell_start = packed ? (int64_t *) keys : s->tmp_idx2;
@@ -367,18 +367,9 @@ build_set(TcJoin *join, const Grid *g, const TcPoints *p, GridSet *s, bool calle
 	}
 	s->cell_start[nc] = n;
 	if (!packed)
-		free(s->tmp_keys);
+		tc_free_huge(s->tmp_keys);
 	s->tmp_keys = NULL;
-	{
-		/* shrinking keeps the contents; where it cannot, the larger arrays serve */
-		uint64_t   *ck = realloc(s->cell_key, sizeof(uint64_t) * (nc > 0 ? nc : 1));
-		int64_t    *cs = realloc(s->cell_start, sizeof(int64_t) * (nc + 1));
-
-		if (ck != NULL)
-			s->cell_key = ck;
-		if (cs != NULL)
-			s->cell_start = cs;
-	}
+	/* the cells' arrays keep the sort's n entries: at most n, as the index's bound says */
 	return TC_OK;
 }
 

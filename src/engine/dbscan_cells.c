@@ -190,8 +190,8 @@ sort_points(DbGrid *gr, DgPart *pts, int n, uint64_t range)
 		}
 		lo += width;
 	}
-	free(k2);
-	free(i2);
+	tc_free_huge(k2);
+	tc_free_huge(i2);
 	return ok;
 }
 

@@ -49,18 +49,18 @@ typedef struct DgCtx
 static void
 grid_free(DbGrid *gr)
 {
-	free(gr->x);
-	free(gr->idx);
-	free(gr->key);
-	free(gr->cstart);
-	free(gr->ckey);
-	free(gr->lo);
-	free(gr->hi);
+	tc_free_huge(gr->x);
+	tc_free_huge(gr->idx);
+	tc_free_huge(gr->key);
+	tc_free_huge(gr->cstart);
+	tc_free_huge(gr->ckey);
+	tc_free_huge(gr->lo);
+	tc_free_huge(gr->hi);
 	free(gr->tight);
 	free(gr->astart);
-	free(gr->adj);
+	tc_free_huge(gr->adj);
 	free(gr->core);
-	free(gr->ncore);
+	tc_free_huge(gr->ncore);
 }
 
 /* The caller's poll, now; true: stop (dbscan_grid.h). */
@@ -178,7 +178,8 @@ sweep_part(void *arg)
 					continue;
 				if (sp->m == sp->cap)
 				{
-					int64_t    *grown = realloc(sp->pa, sizeof(int64_t) * (size_t) sp->cap * 4);
+					int64_t    *grown = tc_realloc_huge(sp->pa, sizeof(int64_t) * (size_t) sp->cap * 2,
+												sizeof(int64_t) * (size_t) sp->cap * 4);
 
 					if (grown == NULL)
 					{
@@ -284,10 +285,10 @@ find_neighbours(DbGrid *gr)
 				gr->adj[fill[a]++] = b;
 				gr->adj[fill[b]++] = a;
 			}
-		free(fill);
+		tc_free_huge(fill);
 	}
 	for (int t = 0; t < parts; t++)
-		free(sp[t].pa);
+		tc_free_huge(sp[t].pa);
 	return ok && !atomic_load(&gr->stop);
 }
 
@@ -648,19 +649,19 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 	*done = true;
 	grid_free(&gr);
 	free(core);
-	free((void *) up);
+	tc_free_huge((void *) up);
 	return TC_OK;
 
 stopped:
 	grid_free(&gr);
 	free(core);
-	free((void *) up);
+	tc_free_huge((void *) up);
 	return TC_STOPPED;
 
 nomem_free:
 	grid_free(&gr);
 	free(core);
-	free((void *) up);
+	tc_free_huge((void *) up);
 nomem:
 	err->status = TC_ERR_NOMEM;
 	strcpy(err->message, "out of memory for DBSCAN's grid");

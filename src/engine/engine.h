@@ -237,8 +237,9 @@ typedef struct TcDeviceFold
 	int			k;				/* TC_FOLD_NEAREST: 1 to TC_FOLD_MAX_K */
 	bool		both;
 	/*
-	 * TC_FOLD_NEAREST's answer, made by the back end that folds (malloc:
-	 * the caller frees them, set or not, after the join): nb_len n, nb_who
+	 * TC_FOLD_NEAREST's answer, made by the back end that folds
+	 * (tc_fold_lists_make; the caller frees them with tc_fold_lists_free,
+	 * set or not, after the join): nb_len n, nb_who
 	 * and nb_dist n k, point i's at i k, nb_who indices into ids.
 	 */
 	int32_t    *nb_len;
@@ -460,12 +461,24 @@ extern void tc_prefault_stop(TcPrefault *pf);
 extern int	tc_start_thread(pthread_t *th, void *(*fn) (void *), void *arg);
 
 /*
- * malloc for a large buffer filled at once, its whole 2 MB pages marked
- * for transparent huge pages (prefault.c); free with free().
+ * malloc for a large buffer filled at once (big_buffers.c): on 2 MB pages
+ * marked for transparent huge pages, and kept in the process when freed,
+ * while the kept ones stay under tc_keep_limit, for a later request of
+ * about its size, whose pages are then present already.  Free with
+ * tc_free_huge alone (never free()); NULL: out of memory.
  */
 extern void *tc_malloc_huge(size_t bytes);
-/* The same, zeroed (calloc's way: no pass of zeros over fresh memory). */
+/* The same, zeroed (a fresh mapping is zero already: no pass of zeros). */
 extern void *tc_calloc_huge(size_t bytes);
+extern void tc_free_huge(void *p);
+/* A larger buffer with the first min(old_bytes, bytes) bytes of p; p freed.  NULL: p kept. */
+extern void *tc_realloc_huge(void *p, size_t old_bytes, size_t bytes);
+/* The most bytes of freed buffers the process keeps (0, the default: none); the excess released now. */
+extern void tc_keep_limit(size_t bytes);
+/* Every kept buffer released, from a signal handler; nothing if a thread is at the list now. */
+extern void tc_keep_release_idle(void);
+/* The bytes kept now. */
+extern size_t tc_kept_bytes(void);
 
 /*
  * The usable GPUs: fills up to max (at most TC_MAX_DEVICES) entries of out

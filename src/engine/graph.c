@@ -75,13 +75,15 @@ struct TcGraph
 };
 
 /*
- * n zeroed entries: large ones on huge pages (tc_malloc_huge), written at
- * once, since every entry of a per-row array is used.
+ * n zeroed entries (tc_calloc_huge: huge pages, kept between joins), since
+ * every entry of a per-row array is used; free with tc_free_huge.
  */
 static void *
 alloc_n(int64_t n, size_t size)
 {
-	return calloc((size_t) (n > 0 ? n : 1), size);
+	if (n > 0 && (uint64_t) n > SIZE_MAX / size)
+		return NULL;
+	return tc_calloc_huge((size_t) (n > 0 ? n : 1) * size);
 }
 
 static void *pool_main(void *arg);
@@ -185,9 +187,9 @@ tc_graph_set_split(TcGraph *g, size_t pairs)
 void
 tc_fold_lists_free(TcDeviceFold *f)
 {
-	free(f->nb_len);
-	free(f->nb_who);
-	free(f->nb_dist);
+	tc_free_huge(f->nb_len);
+	tc_free_huge(f->nb_who);
+	tc_free_huge(f->nb_dist);
 	f->nb_len = NULL;
 	f->nb_who = NULL;
 	f->nb_dist = NULL;
@@ -197,9 +199,9 @@ bool
 tc_fold_lists_make(TcDeviceFold *f, size_t rows)
 {
 	tc_fold_lists_free(f);
-	f->nb_len = malloc(rows * sizeof(int32_t));
-	f->nb_who = malloc(rows * (size_t) f->k * sizeof(int64_t));
-	f->nb_dist = malloc(rows * (size_t) f->k * sizeof(double));
+	f->nb_len = tc_malloc_huge(rows * sizeof(int32_t));
+	f->nb_who = tc_malloc_huge(rows * (size_t) f->k * sizeof(int64_t));
+	f->nb_dist = tc_malloc_huge(rows * (size_t) f->k * sizeof(double));
 	return f->nb_len != NULL && f->nb_who != NULL && f->nb_dist != NULL;
 }
 
@@ -229,14 +231,14 @@ tc_graph_destroy(TcGraph *g)
 	}
 	free(g->threads);
 	nb_lists_free(&g->nb);
-	free(g->deg);
-	free(g->parent);
-	free(g->rank);
-	free(g->core);
-	free(g->best);
-	free(g->best_dist);
-	free(g->lock);
-	free(g->best_key);
+	tc_free_huge(g->deg);
+	tc_free_huge(g->parent);
+	tc_free_huge(g->rank);
+	tc_free_huge(g->core);
+	tc_free_huge(g->best);
+	tc_free_huge(g->best_dist);
+	tc_free_huge(g->lock);
+	tc_free_huge(g->best_key);
 	free_nearest_fold(g);
 	tc_fold_lists_free(&g->adopted);
 	free(g);
@@ -630,7 +632,7 @@ void		(*tc_graph_reducer(const TcGraph *g)) (void *graph, int64_t a, int64_t b, 
 static int64_t *
 root_min_ids(const TcGraph *g, const int64_t *member)
 {
-	int64_t    *minid = malloc(sizeof(int64_t) * (size_t) (g->n > 0 ? g->n : 1));
+	int64_t    *minid = tc_malloc_huge(sizeof(int64_t) * (size_t) (g->n > 0 ? g->n : 1));
 
 	if (minid == NULL)
 		return NULL;
@@ -657,7 +659,7 @@ tc_graph_components(TcGraph *g, int64_t *out)
 	}
 	for (int64_t i = 0; i < g->n; i++)
 		out[i] = minid[out[i]];
-	free(minid);
+	tc_free_huge(minid);
 }
 
 /* DBSCAN's linking state: core flags (from the degrees, or core if not NULL), no border yet. */
@@ -665,12 +667,12 @@ static void
 dbscan_begin_links(TcGraph *g, int64_t min_points, const bool *core)
 {
 	/* again after a stopped start (the grid's): the links made stay, being true */
-	free(g->core);
-	free(g->best);
-	free(g->best_dist);
-	free(g->lock);
+	tc_free_huge(g->core);
+	tc_free_huge(g->best);
+	tc_free_huge(g->best_dist);
+	tc_free_huge(g->lock);
 	g->core = alloc_n(g->n, sizeof(bool));
-	g->best = malloc(sizeof(int64_t) * (size_t) (g->n > 0 ? g->n : 1));
+	g->best = tc_malloc_huge(sizeof(int64_t) * (size_t) (g->n > 0 ? g->n : 1));
 	g->best_dist = alloc_n(g->n, sizeof(double));
 	g->lock = alloc_n(g->n, sizeof(unsigned char));
 	if (g->core == NULL || g->best == NULL || g->best_dist == NULL || g->lock == NULL)
@@ -845,12 +847,12 @@ tc_graph_dbscan(TcGraph *g, int32_t *cluster, bool *is_core)
 		member[i] = g->core[i] ? tc_uf_find(g->parent, i) :
 			g->best[i] >= 0 ? tc_uf_find(g->parent, g->best[i]) : -1;
 	minid = root_min_ids(g, member);
-	roots = malloc(sizeof(RootKey) * (size_t) (g->n > 0 ? g->n : 1));
+	roots = tc_malloc_huge(sizeof(RootKey) * (size_t) (g->n > 0 ? g->n : 1));
 	if (minid == NULL || roots == NULL)
 	{
-		free(member);
-		free(minid);
-		free(roots);
+		tc_free_huge(member);
+		tc_free_huge(minid);
+		tc_free_huge(roots);
 		g->failed = true;
 		return;
 	}
@@ -866,7 +868,7 @@ tc_graph_dbscan(TcGraph *g, int32_t *cluster, bool *is_core)
 		cluster[i] = member[i] >= 0 ? (int32_t) minid[member[i]] : -1;
 		is_core[i] = g->core[i];
 	}
-	free(member);
-	free(minid);
-	free(roots);
+	tc_free_huge(member);
+	tc_free_huge(minid);
+	tc_free_huge(roots);
 }

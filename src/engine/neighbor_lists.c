@@ -153,7 +153,7 @@ nb_lists_free(NbLists *nl)
 		for (int64_t i = 0; i < nl->n; i++)
 			free(nl->lists[i].e);
 	free(nl->lists);
-	free(nl->rows_alloc);
+	tc_free_huge(nl->rows_alloc);
 	free(nl->out_ids);
 	free(nl->out_dist);
 	memset(nl, 0, sizeof(*nl));

@@ -16,6 +16,7 @@
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/timeout.h"
 
 #include "engine.h"
 #include "load.h"
@@ -130,12 +131,44 @@ tc_trace_sql(const char *step)
 		fprintf(stderr, "tcjoin trace: SQL %s (clock %.3f)\n", step, tc_now() * 1e3);
 }
 
+/* An idle backend keeps the engine's freed buffers (tcjoin.keep_memory) this long. */
+#define TC_KEEP_IDLE_MS 60000
+
+static TimeoutId keep_timeout;
+static bool keep_timeout_made = false;
+
+/* The timeout's handler, in the signal's context: munmap, nothing else. */
+static void
+keep_expired(void)
+{
+	tc_keep_release_idle();
+}
+
+/* A join's context gone (its end, or an error's cleanup): what it kept goes back a minute on. */
+static void
+join_context_gone(void *arg)
+{
+	if (keep_timeout_made && tc_keep_memory_mb > 0)
+		enable_timeout_after(keep_timeout, TC_KEEP_IDLE_MS);
+}
+
 /* A join's own memory context: everything it allocates hangs off it. */
 MemoryContext
 tc_join_context(void)
 {
-	return AllocSetContextCreate(CurrentMemoryContext, "tcjoin join",
-								 ALLOCSET_DEFAULT_SIZES);
+	MemoryContext mcxt = AllocSetContextCreate(CurrentMemoryContext, "tcjoin join",
+											   ALLOCSET_DEFAULT_SIZES);
+	MemoryContextCallback *cb = MemoryContextAllocZero(mcxt, sizeof(MemoryContextCallback));
+
+	/* made here, in a backend: the postmaster's would not survive the backend's start */
+	if (!keep_timeout_made)
+	{
+		keep_timeout = RegisterTimeout(USER_TIMEOUT, keep_expired);
+		keep_timeout_made = true;
+	}
+	cb->func = join_context_gone;
+	MemoryContextRegisterResetCallback(mcxt, cb);
+	return mcxt;
 }
 
 PG_FUNCTION_INFO_V1(tc_selfjoin);

@@ -28,6 +28,7 @@ int			tc_tensor_cores_setting = TC_TENSOR_AUTO;
 int			tc_gpu_full_setting = TC_GPU_FULL_CPU;
 bool		tc_gpu_prewarm_setting = false;
 int			tc_lists_memory_limit_kb = 0;
+int			tc_keep_memory_mb = 256;
 TcOverrides tc_overrides;		/* tcjoin.dev_overrides, parsed */
 TcDeviceSetting tc_devices_setting;	/* tcjoin.devices, parsed */
 
@@ -130,6 +131,13 @@ assign_devices(const char *newval, void *extra)
 		memset(&tc_devices_setting, 0, sizeof(tc_devices_setting));
 }
 
+/* tcjoin.keep_memory: the engine's limit, the excess released now. */
+static void
+assign_keep_memory(int newval, void *extra)
+{
+	tc_keep_limit((size_t) newval << 20);
+}
+
 /* tcjoin.gpu_prewarm turned on: the context now, on a thread of its own. */
 static void
 assign_gpu_prewarm(bool newval, void *extra)
@@ -182,6 +190,15 @@ _PG_init(void)
 							PGC_SUSET,
 							GUC_UNIT_KB,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("tcjoin.keep_memory",
+							"Memory a backend keeps, after a join, of the large buffers the join used, for its next join; 0 keeps none.",
+							"A fresh buffer's pages are zeroed by the kernel as they are first touched; a kept one's are present already.  "
+							"What is kept goes back after a minute with no join, or at once where it would pass this.  Superuser only.",
+							&tc_keep_memory_mb,
+							256, 0, INT_MAX / 2,
+							PGC_SUSET,
+							GUC_UNIT_MB,
+							NULL, assign_keep_memory, NULL);
 	DefineCustomEnumVariable("tcjoin.gpu_full",
 							 "What a GPU join does when the GPU's memory is full: cpu (run on the CPU instead), wait (until memory is free) or error.",
 							 "cpu applies where tcjoin.device is auto; with device gpu it raises the error.  wait ends with the statement's cancel or timeout.",

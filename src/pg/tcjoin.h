@@ -20,6 +20,7 @@ extern int	tc_tensor_cores_setting;	/* a TcTensorCores */
 extern int	tc_gpu_full_setting;	/* a TcGpuFull */
 extern bool tc_gpu_prewarm_setting;
 extern int	tc_lists_memory_limit_kb;	/* 0: a quarter of the memory; -1: none */
+extern int	tc_keep_memory_mb;
 extern TcOverrides tc_overrides;	/* tcjoin.dev_overrides, parsed */
 
 /* tcjoin.devices, parsed: n 0 for "all", else the GPUs' numbers. */

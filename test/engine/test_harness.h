@@ -189,5 +189,6 @@ void		test_int8_dot(void);		/* test_int8_dot.c */
 void		test_graph(void);		/* test_graph.c */
 void		test_nearest(void);		/* test_nearest.c */
 void		test_plan(void);		/* test_plan.c */
+void		test_buffers(void);		/* test_buffers.c */
 
 #endif							/* TC_TEST_HARNESS_H */

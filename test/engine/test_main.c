@@ -21,7 +21,8 @@
  *					sq_threshold, invalid, tiny, dims, distributions,
  *					two-sets, large, sinks, random, fp16-round,
  *					fp16-filter, fp16-dot, overrides, cancel, signals, threads,
- *					device, metrics, int8-dot, graph, nearest, plan.
+ *					device, metrics, int8-dot, graph, nearest, plan,
+ *					buffers.
  */
 #include "test_harness.h"
 
@@ -72,6 +73,7 @@ static const struct
 	{"graph", test_graph},
 	{"nearest", test_nearest},
 	{"plan", test_plan},
+	{"buffers", test_buffers},
 };
 
 static uint64_t
