@@ -11,7 +11,6 @@
 #include "postgres.h"
 
 #include <math.h>
-#include <sys/mman.h>
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -51,22 +50,25 @@ StaticAssertDecl(TC_VEC_VALUES_NONULLS == ARR_OVERHEAD_NONULLS(1) - VARHDRSZ,
 				 "the values' offset in a one-dimensional array without NULLs");
 
 /*
- * A large matrix in 2 MB pages where the kernel gives them on request
- * (transparent huge pages in madvise mode): filling it then faults once
- * every 2 MB instead of every 4 KB, which was most of a large load's time.
- * Advice only: nothing changes where the kernel declines.
+ * The matrix and the ids, as the engine's large buffers (tc_malloc_huge:
+ * 2 MB pages, and kept for the backend's next join, whose load then finds
+ * their pages present); given back when the join's context goes, by its
+ * end or an error's cleanup.
  */
-static void
-advise_huge_pages(void *p, Size bytes)
+typedef struct LoadBuffers
 {
-#ifdef MADV_HUGEPAGE
-	const uintptr_t huge = (uintptr_t) 2 << 20;
-	uintptr_t	lo = TYPEALIGN(huge, (uintptr_t) p);
-	uintptr_t	hi = TYPEALIGN_DOWN(huge, (uintptr_t) p + bytes);
+	void	   *data;
+	void	   *ids;
+} LoadBuffers;
 
-	if (hi > lo)
-		(void) madvise((void *) lo, hi - lo, MADV_HUGEPAGE);
-#endif
+static void
+free_load_buffers(void *arg)
+{
+	LoadBuffers *b = arg;
+
+	tc_free_huge(b->data);
+	tc_free_huge(b->ids);
+	b->data = b->ids = NULL;
 }
 
 void
@@ -91,35 +93,45 @@ tc_load_grow(LoadReceiver *r)
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("point set too large: more than %lld vectors of %d dimensions",
 						(long long) r->n, r->d)));
-	if (r->data == NULL)
+	/* no helper still at the old matrix's pages when it goes */
+	tc_prefault_stop(r->prefault);
+	r->prefault = NULL;
+	if (r->bufs == NULL)
 	{
-		r->data = MemoryContextAllocExtended(r->mcxt, newcap * rowbytes,
-											 MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
-		r->ids = MemoryContextAllocExtended(r->mcxt, newcap * sizeof(int64),
-											MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+		MemoryContextCallback *cb = MemoryContextAllocZero(r->mcxt, sizeof(MemoryContextCallback));
+
+		r->bufs = MemoryContextAllocZero(r->mcxt, sizeof(LoadBuffers));
+		cb->func = free_load_buffers;
+		cb->arg = r->bufs;
+		MemoryContextRegisterResetCallback(r->mcxt, cb);
 	}
-	else
+	/* the first made, a later one copied; where one fails, the old stays for the callback */
 	{
-		/* repalloc_huge raises its own out-of-memory error. */
-		r->data = repalloc_huge(r->data, newcap * rowbytes);
-		r->ids = repalloc_huge(r->ids, newcap * sizeof(int64));
+		void	   *data = tc_realloc_huge(r->bufs->data, (Size) r->cap * rowbytes, newcap * rowbytes);
+		void	   *ids;
+
+		if (data != NULL)
+			r->bufs->data = data;
+		ids = data == NULL ? NULL :
+			tc_realloc_huge(r->bufs->ids, (Size) r->cap * sizeof(int64), newcap * sizeof(int64));
+		if (ids != NULL)
+			r->bufs->ids = ids;
+		if (data == NULL || ids == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory loading vectors"),
+					 errdetail("Failed to allocate room for %lld vectors of %d dimensions.",
+							   (long long) newcap, r->d)));
 	}
-	if (r->data == NULL || r->ids == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory loading vectors"),
-				 errdetail("Failed to allocate room for %lld vectors of %d dimensions.",
-						   (long long) newcap, r->d)));
+	r->data = r->bufs->data;
+	r->ids = r->bufs->ids;
 	r->cap = newcap;
-	advise_huge_pages(r->data, newcap * rowbytes);
 
 	/*
 	 * The first, presized matrix: its pages zeroed on other cores while the
 	 * scan fills it (prefault.c), at most as many as the join's threads.  A
 	 * later, doubled one moves the data and is left to the copy.
 	 */
-	tc_prefault_stop(r->prefault);
-	r->prefault = NULL;
 	if (first && (Size) newcap * rowbytes >= TC_PREFAULT_MIN_BYTES && !tc_overrides.no_prefault)
 	{
 		/*

@@ -36,6 +36,7 @@ typedef struct LoadReceiver
 	int64		cap;
 	char	   *data;
 	int64	   *ids;
+	struct LoadBuffers *bufs;	/* data and ids as the engine's kept buffers */
 	TcPrefault *prefault;		/* helpers zeroing the matrix's pages ahead */
 	VecKind		kind;
 } LoadReceiver;

@@ -28,7 +28,7 @@ int			tc_tensor_cores_setting = TC_TENSOR_AUTO;
 int			tc_gpu_full_setting = TC_GPU_FULL_CPU;
 bool		tc_gpu_prewarm_setting = false;
 int			tc_lists_memory_limit_kb = 0;
-int			tc_keep_memory_mb = 256;
+int			tc_keep_memory_mb = 512;
 TcOverrides tc_overrides;		/* tcjoin.dev_overrides, parsed */
 TcDeviceSetting tc_devices_setting;	/* tcjoin.devices, parsed */
 
@@ -195,7 +195,7 @@ _PG_init(void)
 							"A fresh buffer's pages are zeroed by the kernel as they are first touched; a kept one's are present already.  "
 							"What is kept goes back after a minute with no join, or at once where it would pass this.  Superuser only.",
 							&tc_keep_memory_mb,
-							256, 0, INT_MAX / 2,
+							512, 0, INT_MAX / 2,
 							PGC_SUSET,
 							GUC_UNIT_MB,
 							NULL, assign_keep_memory, NULL);
