@@ -195,28 +195,43 @@ sort_points(DbGrid *gr, DgPart *pts, int n, uint64_t range)
 	return ok;
 }
 
-/* Each cell's start, key and bounding box, and whether it is tight. */
-static bool
-find_cells(DbGrid *gr)
+/*
+ * One thread's share of the sorted points for the cells: [s0, s1), which
+ * starts at a cell's first point, so that each cell is one part's.
+ */
+typedef struct CellPart
 {
-	const int	d = gr->d;
+	DbGrid	   *gr;
+	int64_t		s0;
+	int64_t		s1;
+	int64_t		c0;				/* its first cell's number (the fill) */
+	int64_t		nc;				/* its cells (the count) */
+	bool		fill;
+} CellPart;
 
-	gr->ncells = 0;
-	for (int64_t s = 0; s < gr->n; s++)
-		gr->ncells += s == 0 || gr->key[s] != gr->key[s - 1];
-	gr->cstart = tc_malloc_huge(sizeof(int64_t) * (size_t) (gr->ncells + 1));
-	gr->ckey = tc_malloc_huge(sizeof(uint64_t) * (size_t) (gr->ncells + 1));
-	gr->lo = tc_malloc_huge(sizeof(double) * (size_t) (gr->ncells + 1) * d);
-	gr->hi = tc_malloc_huge(sizeof(double) * (size_t) (gr->ncells + 1) * d);
-	gr->tight = malloc(sizeof(bool) * (size_t) (gr->ncells + 1));
-	if (gr->cstart == NULL || gr->ckey == NULL || gr->lo == NULL || gr->hi == NULL ||
-		gr->tight == NULL)
-		return false;
-	for (int64_t s = 0, c = -1; s < gr->n; s++)
+/* The part's cells counted, or each one's start, key, box and tightness set. */
+static void *
+cell_part_main(void *arg)
+{
+	CellPart   *cp = arg;
+	DbGrid	   *gr = cp->gr;
+	const int	d = gr->d;
+	int64_t		c = cp->c0 - 1;
+
+	if (!cp->fill)
+	{
+		int64_t		nc = 0;
+
+		for (int64_t s = cp->s0; s < cp->s1; s++)
+			nc += s == cp->s0 || gr->key[s] != gr->key[s - 1];
+		cp->nc = nc;
+		return NULL;
+	}
+	for (int64_t s = cp->s0; s < cp->s1; s++)
 	{
 		const double *xs = gr->x + s * d;
 
-		if (s == 0 || gr->key[s] != gr->key[s - 1])
+		if (s == cp->s0 || gr->key[s] != gr->key[s - 1])
 		{
 			c++;
 			gr->cstart[c] = s;
@@ -230,8 +245,7 @@ find_cells(DbGrid *gr)
 			gr->hi[c * d + k] = xs[k] > gr->hi[c * d + k] ? xs[k] : gr->hi[c * d + k];
 		}
 	}
-	gr->cstart[gr->ncells] = gr->n;
-	for (int64_t c = 0; c < gr->ncells; c++)
+	for (c = cp->c0; c < cp->c0 + cp->nc; c++)
 	{
 		double		t[3];
 
@@ -239,6 +253,50 @@ find_cells(DbGrid *gr)
 			t[k] = gr->hi[c * d + k] - gr->lo[c * d + k];
 		gr->tight[c] = dg_sq_sum(t, d) <= gr->thr;
 	}
+	return NULL;
+}
+
+/*
+ * Each cell's start, key and bounding box, and whether it is tight, by
+ * nparts threads: each counts its part's cells, then fills them.
+ */
+static bool
+find_cells(DbGrid *gr, int nparts)
+{
+	CellPart	cp[DG_SORT_PARTS];
+
+	for (int t = 0; t < nparts; t++)
+	{
+		int64_t		s0 = gr->n * t / nparts;
+
+		/* a part starts where a cell does */
+		while (s0 > 0 && s0 < gr->n && gr->key[s0] == gr->key[s0 - 1])
+			s0++;
+		cp[t].gr = gr;
+		cp[t].s0 = s0;
+		cp[t].fill = false;
+		if (t > 0)
+			cp[t - 1].s1 = s0;
+	}
+	cp[nparts - 1].s1 = gr->n;
+	tc_run_parts(cell_part_main, cp, sizeof(CellPart), nparts);
+	gr->ncells = 0;
+	for (int t = 0; t < nparts; t++)
+	{
+		cp[t].c0 = gr->ncells;
+		cp[t].fill = true;
+		gr->ncells += cp[t].nc;
+	}
+	gr->cstart = tc_malloc_huge(sizeof(int64_t) * (size_t) (gr->ncells + 1));
+	gr->ckey = tc_malloc_huge(sizeof(uint64_t) * (size_t) (gr->ncells + 1));
+	gr->lo = tc_malloc_huge(sizeof(double) * (size_t) (gr->ncells + 1) * gr->d);
+	gr->hi = tc_malloc_huge(sizeof(double) * (size_t) (gr->ncells + 1) * gr->d);
+	gr->tight = malloc(sizeof(bool) * (size_t) (gr->ncells + 1));
+	if (gr->cstart == NULL || gr->ckey == NULL || gr->lo == NULL || gr->hi == NULL ||
+		gr->tight == NULL)
+		return false;
+	tc_run_parts(cell_part_main, cp, sizeof(CellPart), nparts);
+	gr->cstart[gr->ncells] = gr->n;
 	return true;
 }
 
@@ -306,7 +364,8 @@ dg_build_cells(DbGrid *gr, const TcPoints *p, double eps, bool *fit)
 		pts[t].count = counts + (size_t) t * DG_BUCKETS;
 	}
 	ok = !dg_poll_now(gr) && run_parts(pts, nparts, DG_KEYS) &&
-		sort_points(gr, pts, nparts, (uint64_t) range) && run_parts(pts, nparts, DG_GATHER);
+		sort_points(gr, pts, nparts, (uint64_t) range) && run_parts(pts, nparts, DG_GATHER) &&
+		!dg_poll_now(gr);
 	free(counts);
-	return ok && find_cells(gr);
+	return ok && find_cells(gr, nparts);
 }

@@ -478,6 +478,138 @@ lists_limit_case(int64_t limit, bool over)
 	free(ids);
 }
 
+/*
+ * The grid's DBSCAN at a size where its steps run in parts on several
+ * threads (binning, sorting, the cells, the sweep, the phases): the same
+ * cores and clusters on 1, 2 and 5 threads as DBSCAN from the joins' pairs
+ * (graph.c), which the cases above hold to the definition.  Blobs of about
+ * 50 points around uniform centres, a fifth of the points uniform noise.
+ */
+static void
+large_dbscan_case(int c, int64_t n, int d)
+{
+	Rng			r;
+	TcPoints	p;
+	int64_t    *ids = malloc(sizeof(int64_t) * n);
+	int32_t    *want = malloc(sizeof(int32_t) * n);
+	int32_t    *got = malloc(sizeof(int32_t) * n);
+	bool	   *want_core = malloc(sizeof(bool) * n);
+	bool	   *got_core = malloc(sizeof(bool) * n);
+	TcJoinParams params = {0};
+	const double side = d == 2 ? sqrt((double) n / 10.0) : cbrt((double) n / 10.0);
+	const int64_t min_points = 5;
+	TcGraph    *g;
+
+	rng_seed(&r, mix_seed(g_fresh_seed, 0xdb5ca0 + c));
+	points_alloc(&p, n, d, c % 2 ? TC_FLOAT4 : TC_FLOAT8);
+	for (int64_t i = 0; i < n; i++)
+	{
+		double		centre[3];
+		bool		noise = rng_below(&r, 5) == 0;
+
+		if (noise || i % 50 == 0)
+			for (int k = 0; k < d; k++)
+				centre[k] = rng_uniform(&r) * side;
+		for (int k = 0; k < d; k++)
+			points_set(&p, i, k, noise ? rng_uniform(&r) * side : centre[k] + 0.15 * rng_normal(&r));
+		ids[i] = 7 * (n - i) + 1;
+	}
+	params.eps = 0.3;
+	params.method = TC_METHOD_GRID;
+	params.device = TC_DEVICE_CPU;
+	params.exact = true;
+	params.threads = 2;
+	case_begin("graph: the grid's DBSCAN of %lld %d-D points in blobs on 1, 2 and 5 threads, as from the joins",
+			   (long long) n, d);
+	g = graph_of(&p, ids, &params, TC_GRAPH_DBSCAN, 0, min_points, NULL);
+	if (g)
+	{
+		tc_graph_dbscan(g, want, want_core);
+		tc_graph_destroy(g);
+	}
+	for (int t = 1; g && t <= 5; t += t < 2 ? 1 : 3)
+	{
+		TcError		err;
+		TcGraph    *gg = tc_graph_create(TC_GRAPH_DBSCAN, n, ids, 0, t, &err);
+		bool		done = false;
+		TcStatus	st = gg ? tc_graph_dbscan_grid(gg, &p, params.eps, min_points, t, NULL, NULL,
+												   &done, &err) : TC_ERR_NOMEM;
+		int64_t		bad = 0,
+					cores = 0;
+
+		if (st == TC_OK && done)
+		{
+			tc_graph_dbscan(gg, got, got_core);
+			for (int64_t i = 0; i < n; i++)
+			{
+				bad += got[i] != want[i] || got_core[i] != want_core[i];
+				cores += got_core[i];
+			}
+		}
+		CHECK(st == TC_OK && done && bad == 0 && cores > n / 4,
+			  "%d threads: status %d, done %d, %lld points differ, %lld cores", t, (int) st,
+			  (int) done, (long long) bad, (long long) cores);
+		tc_graph_destroy(gg);
+	}
+	case_end();
+	points_free(&p);
+	free(ids);
+	free(want);
+	free(got);
+	free(want_core);
+	free(got_core);
+}
+
+/*
+ * 200,000 points in one cell of the grid's DBSCAN, whose steps run in
+ * parts on 2 and 4 threads: one cluster, every point core (whatever a
+ * part boundary cuts, the cell stays one).
+ */
+static void
+one_cell_case(void)
+{
+	const int64_t n = 200000;
+	Rng			r;
+	TcPoints	p;
+	int64_t    *ids = malloc(sizeof(int64_t) * n);
+	int32_t    *cl = malloc(sizeof(int32_t) * n);
+	bool	   *core = malloc(sizeof(bool) * n);
+
+	rng_seed(&r, mix_seed(g_fresh_seed, 0x1ce11));
+	points_alloc(&p, n, 2, TC_FLOAT8);
+	for (int64_t i = 0; i < n; i++)
+	{
+		points_set(&p, i, 0, 5.0 + 0.1 * rng_uniform(&r));
+		points_set(&p, i, 1, -3.0 + 0.1 * rng_uniform(&r));
+		ids[i] = i;
+	}
+	case_begin("graph: the grid's DBSCAN of %lld points in one cell, on 2 and 4 threads", (long long) n);
+	for (int t = 2; t <= 4; t += 2)
+	{
+		TcError		err;
+		TcGraph    *gg = tc_graph_create(TC_GRAPH_DBSCAN, n, ids, 0, t, &err);
+		bool		done = false;
+		TcStatus	st = gg ? tc_graph_dbscan_grid(gg, &p, 0.3, 5, t, NULL, NULL, &done, &err) :
+			TC_ERR_NOMEM;
+		int64_t		bad = 0;
+
+		if (st == TC_OK && done)
+		{
+			tc_graph_dbscan(gg, cl, core);
+			for (int64_t i = 0; i < n; i++)
+				bad += cl[i] != 0 || !core[i];
+		}
+		CHECK(st == TC_OK && done && bad == 0, "%d threads: status %d, done %d, %lld points not core in cluster 0",
+			  t, (int) st, (int) done, (long long) bad);
+		tc_graph_destroy(gg);
+	}
+	case_end();
+	points_free(&p);
+	free(ids);
+	free(cl);
+	free(core);
+}
+
 void
 test_graph(void)
 {
@@ -491,4 +623,7 @@ test_graph(void)
 	/* larger 2-D and 3-D sets: cells of many points, whole cells core (dbscan_grid.c) */
 	for (int c = 30; c < (g_quick ? 33 : 36); c++)
 		graph_case(c, 2 + c % 2, 1500 + 250 * (c % 3));
+	one_cell_case();
+	large_dbscan_case(0, g_quick ? 140000 : 300000, 2);
+	large_dbscan_case(1, g_quick ? 140000 : 300000, 3);
 }
