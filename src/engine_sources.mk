@@ -6,7 +6,7 @@
 # Layers: src/pg/ (the only code that includes postgres.h) calls the engine
 # through src/engine/engine.h; the engine calls cuda/ through
 # src/engine/gpu.h; src/common/ holds the headers gcc and nvcc both compile.
-TC_ENGINE_SRCS = engine.c threads.c choose.c overrides.c devices.c grid_plan.c cpu_grid.c cpu_brute.c cpu_filter.c cpu_dot_filter.c cpu_dot_filter_lp.c cosine_grid.c graph.c neighbor_lists.c dbscan_grid.c dbscan_cells.c prefault.c big_buffers.c gpu_warm.c gpu_none.c
+TC_ENGINE_SRCS = engine.c threads.c choose.c overrides.c devices.c grid_plan.c cpu_grid.c cpu_brute.c cpu_filter.c cpu_dot_filter.c cpu_dot_filter_lp.c cosine_grid.c graph.c graph_number.c neighbor_lists.c dbscan_grid.c dbscan_cells.c prefault.c big_buffers.c gpu_warm.c gpu_none.c
 TC_CUDA_SRCS = runtime/device.cu runtime/join_state.cu runtime/fold.cu runtime/multi.cu \
 	grid/index.cu grid/kernels.cu grid/grid_join.cu \
 	brute/brute_join.cu brute/blocks.cu brute/config.cu brute/prepare.cu brute/order.cu brute/prune.cu \

@@ -230,6 +230,19 @@ extern bool tc_grid_sample_hits(const int64_t *cca, int64_t ma, const int64_t *c
 extern int64_t tc_uf_find(_Atomic int64_t *parent, int64_t x);
 extern void tc_uf_unite(_Atomic int64_t *parent, int64_t a, int64_t b);
 
+/*
+ * The answers from a finished union-find over n points, by up to threads
+ * threads (graph_number.c): out[i] the smallest id of i's set; DBSCAN's
+ * cluster[i] (-1 noise; a border point's that of best[i], its nearest
+ * core) numbered by the clusters' smallest ids, and is_core[i].  False:
+ * out of memory.
+ */
+extern bool tc_number_components(int64_t n, _Atomic int64_t *parent, const int64_t *ids,
+								 int threads, int64_t *out);
+extern bool tc_number_dbscan(int64_t n, _Atomic int64_t *parent, const bool *core,
+							 const int64_t *best, const int64_t *ids, int threads,
+							 int32_t *cluster, bool *is_core);
+
 /* params->devices resolved: every GPU for "all", each listed one checked (devices.c). */
 extern TcStatus tc_devices_resolve(TcJoinParams *params, TcError *err);
 

@@ -628,38 +628,11 @@ void		(*tc_graph_reducer(const TcGraph *g)) (void *graph, int64_t a, int64_t b, 
 
 /* ---------- answers ---------- */
 
-/* Per union-find root, the smallest id among the points mapped to it (member[i] >= 0). */
-static int64_t *
-root_min_ids(const TcGraph *g, const int64_t *member)
-{
-	int64_t    *minid = tc_malloc_huge(sizeof(int64_t) * (size_t) (g->n > 0 ? g->n : 1));
-
-	if (minid == NULL)
-		return NULL;
-	for (int64_t i = 0; i < g->n; i++)
-		minid[i] = INT64_MAX;
-	for (int64_t i = 0; i < g->n; i++)
-		if (member[i] >= 0 && g->ids[i] < minid[member[i]])
-			minid[member[i]] = g->ids[i];
-	return minid;
-}
-
 void
 tc_graph_components(TcGraph *g, int64_t *out)
 {
-	int64_t    *minid;
-
-	for (int64_t i = 0; i < g->n; i++)
-		out[i] = tc_uf_find(g->parent, i);
-	minid = root_min_ids(g, out);
-	if (minid == NULL)
-	{
+	if (!tc_number_components(g->n, g->parent, g->ids, g->nthreads, out))
 		g->failed = true;
-		return;
-	}
-	for (int64_t i = 0; i < g->n; i++)
-		out[i] = minid[out[i]];
-	tc_free_huge(minid);
 }
 
 /* DBSCAN's linking state: core flags (from the degrees, or core if not NULL), no border yet. */
@@ -813,62 +786,9 @@ tc_graph_after_join(TcGraph *g)
 	return false;
 }
 
-/* Clusters' roots in order of their smallest member id: qsort's view. */
-typedef struct RootKey
-{
-	int64_t		minid;
-	int64_t		root;
-} RootKey;
-
-static int
-cmp_root(const void *x, const void *y)
-{
-	const RootKey *a = x,
-			   *b = y;
-
-	return (a->minid > b->minid) - (a->minid < b->minid);
-}
-
 void
 tc_graph_dbscan(TcGraph *g, int32_t *cluster, bool *is_core)
 {
-	int64_t    *member = alloc_n(g->n, sizeof(int64_t));
-	int64_t    *minid;
-	RootKey    *roots;
-	int64_t		nroots = 0;
-
-	if (member == NULL)
-	{
+	if (!tc_number_dbscan(g->n, g->parent, g->core, g->best, g->ids, g->nthreads, cluster, is_core))
 		g->failed = true;
-		return;
-	}
-	/* each point's cluster root: a core's own, a border point's nearest core's; -1 noise */
-	for (int64_t i = 0; i < g->n; i++)
-		member[i] = g->core[i] ? tc_uf_find(g->parent, i) :
-			g->best[i] >= 0 ? tc_uf_find(g->parent, g->best[i]) : -1;
-	minid = root_min_ids(g, member);
-	roots = tc_malloc_huge(sizeof(RootKey) * (size_t) (g->n > 0 ? g->n : 1));
-	if (minid == NULL || roots == NULL)
-	{
-		tc_free_huge(member);
-		tc_free_huge(minid);
-		tc_free_huge(roots);
-		g->failed = true;
-		return;
-	}
-	for (int64_t i = 0; i < g->n; i++)
-		if (g->core[i] && atomic_load_explicit(&g->parent[i], memory_order_relaxed) == i)
-			roots[nroots++] = (RootKey) {minid[i], i};
-	qsort(roots, (size_t) nroots, sizeof(RootKey), cmp_root);
-	/* minid now numbers each root's cluster */
-	for (int64_t c = 0; c < nroots; c++)
-		minid[roots[c].root] = c;
-	for (int64_t i = 0; i < g->n; i++)
-	{
-		cluster[i] = member[i] >= 0 ? (int32_t) minid[member[i]] : -1;
-		is_core[i] = g->core[i];
-	}
-	tc_free_huge(member);
-	tc_free_huge(minid);
-	tc_free_huge(roots);
 }
