@@ -626,12 +626,14 @@ tc_graph_dbscan_grid(TcGraph *g, const TcPoints *p, double eps, int64_t min_poin
 	run_phase(&ph, &cx);
 	if (atomic_load(&gr.stop))
 		goto stopped;
+	/* one thread: threads' scattered writes of bytes would share their lines */
 	for (int64_t s = 0; s < gr.n; s++)
+	{
 		core[gr.idx[s]] = gr.core[s];
+		atomic_init(&up[s], s);
+	}
 	if (!tc_graph_dbscan_set_cores(g, core))
 		goto nomem_free;
-	for (int64_t s = 0; s < gr.n; s++)
-		atomic_init(&up[s], s);
 	/* the links within every cell before any across (link_across), then the forest to the graph */
 	ph.up = up;
 	for (DgPhaseKind k = DG_LINKS_WITHIN; k <= DG_PARENTS; k++)

@@ -644,7 +644,7 @@ dbscan_begin_links(TcGraph *g, int64_t min_points, const bool *core)
 	tc_free_huge(g->best);
 	tc_free_huge(g->best_dist);
 	tc_free_huge(g->lock);
-	g->core = alloc_n(g->n, sizeof(bool));
+	g->core = tc_malloc_huge(sizeof(bool) * (size_t) (g->n > 0 ? g->n : 1));
 	g->best = tc_malloc_huge(sizeof(int64_t) * (size_t) (g->n > 0 ? g->n : 1));
 	g->best_dist = alloc_n(g->n, sizeof(double));
 	g->lock = alloc_n(g->n, sizeof(unsigned char));
@@ -653,12 +653,13 @@ dbscan_begin_links(TcGraph *g, int64_t min_points, const bool *core)
 		g->failed = true;
 		return;
 	}
-	for (int64_t i = 0; i < g->n; i++)
-	{
-		g->core[i] = core ? core[i] :
-			atomic_load_explicit(&g->deg[i], memory_order_relaxed) + 1 >= min_points;
-		g->best[i] = -1;
-	}
+	if (core)
+		memcpy(g->core, core, sizeof(bool) * (size_t) g->n);
+	else
+		for (int64_t i = 0; i < g->n; i++)
+			g->core[i] = atomic_load_explicit(&g->deg[i], memory_order_relaxed) + 1 >= min_points;
+	/* every byte 0xff: -1, no border point has a core yet */
+	memset(g->best, 0xff, sizeof(int64_t) * (size_t) g->n);
 	g->linking = true;
 }
 
