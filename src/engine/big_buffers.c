@@ -40,7 +40,7 @@
 
 #define TC_BIG_PAGE ((size_t) 2 << 20)	/* a huge page */
 #define TC_BIG_MIN ((size_t) 1 << 20)	/* smaller requests: malloc */
-#define TC_BIG_HEADER 64		/* keeps the caller's pointer 64-byte aligned */
+#define TC_BIG_HEADER 64		/* a mapping's pointer 64-byte aligned (malloc's: 16) */
 #define TC_BIG_MAGIC UINT64_C(0x7463626967627566)
 #define TC_BIG_KEPT_MAX 64		/* buffers kept at most */
 #define TC_BIG_COLOURS 32		/* the pointer's offsets into its mapping */
@@ -302,7 +302,8 @@ tc_keep_limit(size_t bytes)
 void
 tc_keep_release_idle(void)
 {
-	if (pthread_mutex_trylock(&big_mu) != 0)
+	/* the sanitizer's buffers are malloc's: no free() in a signal handler */
+	if (TC_BIG_ASAN || pthread_mutex_trylock(&big_mu) != 0)
 		return;
 	release_to(0);
 	pthread_mutex_unlock(&big_mu);

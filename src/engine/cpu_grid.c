@@ -327,8 +327,9 @@ build_set(TcJoin *join, const Grid *g, const TcPoints *p, GridSet *s, bool calle
 	/*
 	 * The cells' arrays in the sort's scratch (n and n + 1 entries, its
 	 * pages present already: fresh ones cost more to fault than to fill),
-	 * cut to size after.  Packed, the starts go into the keys themselves:
-	 * cell c's start is written at c, never past the key just read.
+	 * kept at that size (kept buffers come back whole).  Packed, the
+	 * starts go into the keys themselves: cell c's start is written at c,
+	 * never past the key just read.
 	 */
 	if (n == 0 && (s->tmp_keys2 = tc_malloc_huge(sizeof(uint64_t))) == NULL)
 		return TC_ERR_NOMEM;

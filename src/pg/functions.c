@@ -15,6 +15,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "access/xact.h"
 #include "utils/memutils.h"
 #include "utils/timeout.h"
 
@@ -144,12 +145,30 @@ keep_expired(void)
 	tc_keep_release_idle();
 }
 
-/* A join's context gone (its end, or an error's cleanup): what it kept goes back a minute on. */
+/* What the engine keeps goes back a minute on, where it keeps any. */
+static void
+arm_keep_timeout(void)
+{
+	if (keep_timeout_made && tc_kept_bytes() > 0)
+		enable_timeout_after(keep_timeout, TC_KEEP_IDLE_MS);
+}
+
+/* A join's context gone (its end, or an error's cleanup). */
 static void
 join_context_gone(void *arg)
 {
-	if (keep_timeout_made && tc_keep_memory_mb > 0)
-		enable_timeout_after(keep_timeout, TC_KEEP_IDLE_MS);
+	arm_keep_timeout();
+}
+
+/*
+ * Any error's recovery cancels every timeout before the transaction's
+ * abort, a later statement's as well as a join's: armed again here.
+ */
+static void
+keep_after_abort(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		arm_keep_timeout();
 }
 
 /* A join's own memory context: everything it allocates hangs off it. */
@@ -164,8 +183,11 @@ tc_join_context(void)
 	if (!keep_timeout_made)
 	{
 		keep_timeout = RegisterTimeout(USER_TIMEOUT, keep_expired);
+		RegisterXactCallback(keep_after_abort, NULL);
 		keep_timeout_made = true;
 	}
+	/* not while a join runs: the buffers kept are its to take */
+	disable_timeout(keep_timeout, false);
 	cb->func = join_context_gone;
 	MemoryContextRegisterResetCallback(mcxt, cb);
 	return mcxt;
