@@ -350,9 +350,7 @@ dg_build_cells(DbGrid *gr, const TcPoints *p, double eps, bool *fit)
 		free(counts);
 		return false;
 	}
-	/* no part smaller than 65536 points: below that a thread costs more than it saves */
-	while (nparts > 1 && gr->n / nparts < 65536)
-		nparts--;
+	nparts = tc_parts_for(gr->n, 65536, nparts, DG_SORT_PARTS);
 	for (int t = 0; t < nparts; t++)
 	{
 		pts[t].gr = gr;

@@ -207,6 +207,12 @@ extern void tc_trace_step(const TcJoin *join, const char *step);
  */
 extern void tc_run_parts(void *(*fn) (void *), void *parts, size_t stride, int n);
 /*
+ * The parts to split items into: one a thread, at most max, none of fewer
+ * than min_part items (below that a thread costs more than it saves), 1
+ * at least.  threads.c.
+ */
+extern int	tc_parts_for(int64_t items, int64_t min_part, int threads, int max);
+/*
  * Rows [lo, hi) of p folded into each dimension's least and greatest
  * value, mn and mx (d each, as float8); first: they hold nothing yet.
  * grid_plan.c.

@@ -149,12 +149,8 @@ run_step(NumberPart *pts, int nparts, NumberStep step)
 static int
 make_parts(Numbering *nm, int threads, NumberPart *pts)
 {
-	int			nparts = threads < NUMBER_PARTS ? threads : NUMBER_PARTS;
+	int			nparts = tc_parts_for(nm->n, NUMBER_MIN_PART, threads, NUMBER_PARTS);
 
-	while (nparts > 1 && nm->n / nparts < NUMBER_MIN_PART)
-		nparts--;
-	if (nparts < 1)
-		nparts = 1;
 	for (int t = 0; t < nparts; t++)
 	{
 		pts[t].nm = nm;

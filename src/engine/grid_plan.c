@@ -191,10 +191,7 @@ extent(TcJoin *join, const TcPoints *p, DimInfo *di, bool first)
 	if (p->n == 0)
 		return TC_OK;
 	/* a helper for every TC_EXTENT_PART coordinates at least: fewer start no faster */
-	if (nth > TC_EXTENT_THREADS)
-		nth = TC_EXTENT_THREADS;
-	if (nth > coords / TC_EXTENT_PART)
-		nth = coords / TC_EXTENT_PART > 1 ? (int) (coords / TC_EXTENT_PART) : 1;
+	nth = tc_parts_for(coords, TC_EXTENT_PART, nth, TC_EXTENT_THREADS);
 	if (chunk_rows > (p->n + nth - 1) / nth)
 		chunk_rows = (p->n + nth - 1) / nth;
 	parts = scratch_alloc(join, SCRATCH_EXTENT,

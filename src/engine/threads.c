@@ -32,6 +32,16 @@ tc_start_thread(pthread_t *th, void *(*fn) (void *), void *arg)
 	return rc;
 }
 
+int
+tc_parts_for(int64_t items, int64_t min_part, int threads, int max)
+{
+	int64_t		n = threads < max ? threads : max;
+
+	if (n > items / min_part)
+		n = items / min_part;
+	return n > 1 ? (int) n : 1;
+}
+
 void
 tc_run_parts(void *(*fn) (void *), void *parts, size_t stride, int n)
 {
