@@ -370,7 +370,6 @@ build_set(TcJoin *join, const Grid *g, const TcPoints *p, GridSet *s, bool calle
 	if (!packed)
 		tc_free_huge(s->tmp_keys);
 	s->tmp_keys = NULL;
-	/* the cells' arrays keep the sort's n entries: at most n, as the index's bound says */
 	return TC_OK;
 }
 

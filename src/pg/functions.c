@@ -12,10 +12,10 @@
 
 #include <math.h>
 
+#include "access/xact.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
-#include "access/xact.h"
 #include "utils/memutils.h"
 #include "utils/timeout.h"
 
