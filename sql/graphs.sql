@@ -157,6 +157,37 @@ SELECT (SELECT count(*) FROM (SELECT * FROM tc_dbscan('big', 'v', 0.2, 3)
                               EXCEPT SELECT * FROM fresh_components) x) AS components_differ,
        (SELECT count(*) FROM (SELECT * FROM tc_degrees('big', 'v', 0.2)
                               EXCEPT SELECT * FROM fresh_degrees) x) AS degrees_differ;
+-- The result of one row a point stays in memory up to what the call's
+-- engine held (the vectors, the index, the per-row state), whatever
+-- work_mem says; past that (tc_neighbors' arrays outweigh its lists) and
+-- for pair rows, past work_mem, the rows spill as any tuplestore's.
+CREATE FUNCTION spills(q text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  plan json;
+BEGIN
+  EXECUTE 'EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) ' || q INTO plan;
+  RETURN (plan->0->'Plan'->>'Temp Written Blocks')::bigint > 0;
+END $$;
+SET work_mem = '64kB';
+SELECT spills($q$SELECT count(*) FROM tc_dbscan('big', 'v', 0.2, 3)$q$) AS dbscan_spills,
+       spills($q$SELECT count(*) FROM tc_degrees('big', 'v', 0.2)$q$) AS degrees_spill,
+       spills($q$SELECT count(*) FROM tc_components('big', 'v', 0.2)$q$) AS components_spill,
+       spills($q$SELECT count(*) FROM tc_neighbors('big', 'v', 0.2, k => 2)$q$) AS neighbors_spill,
+       spills($q$SELECT count(*) FROM tc_selfjoin('big', 'v', 0.2)$q$) AS pairs_spill,
+       spills($q$SELECT count(*) FROM generate_series(1, 200000)$q$) AS series_spills;
+-- and the same rows as a spilled tuplestore's (the fresh ones, at 4MB)
+SELECT (SELECT count(*) FROM (SELECT * FROM tc_dbscan('big', 'v', 0.2, 3)
+                              EXCEPT SELECT * FROM fresh_dbscan) x) AS dbscan_differ,
+       (SELECT count(*) FROM (SELECT * FROM tc_degrees('big', 'v', 0.2)
+                              EXCEPT SELECT * FROM fresh_degrees) x) AS degrees_differ;
+-- read backward, as a scroll cursor does
+BEGIN;
+DECLARE back SCROLL CURSOR FOR SELECT id FROM tc_dbscan('big', 'v', 0.2, 3);
+MOVE FORWARD ALL IN back;
+MOVE BACKWARD ALL IN back;
+FETCH 2 FROM back;
+COMMIT;
+RESET work_mem;
 -- superusers' settings: no other role may raise them
 CREATE ROLE tcjoin_graphs_user;
 SET ROLE tcjoin_graphs_user;

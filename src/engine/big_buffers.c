@@ -22,6 +22,7 @@
  * reused buffer is checked at its requested size.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,7 @@ typedef struct BigHeader
 	uint64_t	magic;
 	char	   *base;			/* the mapping, or malloc's block */
 	size_t		map_bytes;		/* the mapping's bytes; 0: from malloc */
-	size_t		asked;			/* the caller's bytes (the sanitizer's poisoning) */
+	size_t		asked;			/* the caller's bytes (the live count, the sanitizer's poisoning) */
 } BigHeader;
 
 /* The kept buffers, oldest first, and their bytes; under big_mu. */
@@ -62,6 +63,20 @@ static int	nkept;
 static size_t kept_bytes;
 static size_t keep_limit;
 static unsigned colour;			/* the next buffer's offset step */
+
+/* The bytes asked of the buffers not yet freed, and the most at once since tc_big_peak_reset. */
+static _Atomic size_t live_bytes;
+static _Atomic size_t peak_bytes;
+
+static void
+count_live(size_t bytes)
+{
+	size_t		now = atomic_fetch_add(&live_bytes, bytes) + bytes;
+	size_t		peak = atomic_load(&peak_bytes);
+
+	while (now > peak && !atomic_compare_exchange_weak(&peak_bytes, &peak, now))
+		;
+}
 
 /* A kept mapping's bytes: the first word of the mapping. */
 static size_t
@@ -217,6 +232,7 @@ big_alloc(size_t bytes, bool zero)
 	h->base = base;
 	h->map_bytes = map_bytes;
 	h->asked = bytes;
+	count_live(bytes);
 	return p;
 }
 
@@ -246,6 +262,7 @@ tc_free_huge(void *p)
 	if (h->magic != TC_BIG_MAGIC)
 		abort();				/* not from here: memory is corrupt */
 	h->magic = 0;				/* a second free of it aborts */
+	atomic_fetch_sub(&live_bytes, h->asked);
 	base = h->base;
 	map_bytes = h->map_bytes;
 	if (map_bytes == 0)
@@ -318,4 +335,16 @@ tc_kept_bytes(void)
 	b = kept_bytes;
 	pthread_mutex_unlock(&big_mu);
 	return b;
+}
+
+size_t
+tc_big_peak(void)
+{
+	return atomic_load(&peak_bytes);
+}
+
+void
+tc_big_peak_reset(void)
+{
+	atomic_store(&peak_bytes, atomic_load(&live_bytes));
 }

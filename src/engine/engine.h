@@ -479,6 +479,13 @@ extern void tc_keep_limit(size_t bytes);
 extern void tc_keep_release_idle(void);
 /* The bytes kept now. */
 extern size_t tc_kept_bytes(void);
+/*
+ * The most bytes the buffers of these functions held at once (requested
+ * sizes, kept ones not counted) since tc_big_peak_reset, which starts the
+ * count again from the bytes held now.
+ */
+extern size_t tc_big_peak(void);
+extern void tc_big_peak_reset(void);
 
 /*
  * The usable GPUs: fills up to max (at most TC_MAX_DEVICES) entries of out

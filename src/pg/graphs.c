@@ -24,6 +24,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
@@ -93,6 +94,7 @@ graph_begin(FunctionCallInfo fcinfo, GraphCall *gc, int opt, TcGraphKind kind, i
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		return false;
+	tc_big_peak_reset();
 	gc->opt = opt;
 	eps = PG_GETARG_FLOAT8(2);
 	metric = tc_metric_arg(fcinfo, opt + 3);
@@ -219,6 +221,30 @@ graph_join(GraphCall *gc)
 	graph_check(gc, "for the neighbour lists", "Pass k to keep each row's k nearest neighbours only.");
 }
 
+/*
+ * Before the first row: the call's tuplestore in memory up to the larger
+ * of work_mem and the most bytes the engine's arrays held at once in this
+ * call (the vectors read, the index, the per-row state).  A result of one
+ * row a point fits in what the call took already, and spilling it to a
+ * temporary file and reading it back cost about as much as the whole
+ * DBSCAN; past that bound the rows spill as any tuplestore's.
+ */
+static void
+result_store(ReturnSetInfo *rsinfo)
+{
+	size_t		held_kb = tc_big_peak() / 1024;
+	MemoryContext old;
+
+	if (held_kb <= (size_t) work_mem)
+		return;
+	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	tuplestore_end(rsinfo->setResult);
+	rsinfo->setResult =
+		tuplestore_begin_heap((rsinfo->allowedModes & SFRM_Materialize_Random) != 0, false,
+							  (int) Min(held_kb, (size_t) MAX_KILOBYTES));
+	MemoryContextSwitchTo(old);
+}
+
 /* The last join's record (tc_last_stats), then everything the call took, freed. */
 static void
 graph_end(GraphCall *gc)
@@ -261,6 +287,7 @@ put_pairs_of_int8(ReturnSetInfo *rsinfo, GraphCall *gc, int64 (*value) (void *ar
 		TupleDescAttr(desc, 1)->atttypid != INT8OID)
 		elog(ERROR, "the function must return (bigint, bigint)");
 	row = tc_row_template(desc, gc->mcxt, &slot);
+	result_store(rsinfo);
 	for (int64 i = 0; i < gc->loaded.points.n; i++)
 	{
 		int64		v = value(arg, i);
@@ -394,6 +421,7 @@ tc_neighbors(PG_FUNCTION_ARGS)
 	/* the k nearest kept on the GPU, into the lists */
 	tc_graph_after_join(gc.graph);
 	graph_check(&gc, "for the neighbour lists", NULL);
+	result_store(rsinfo);
 	for (int64 i = 0; i < gc.loaded.points.n; i++)
 	{
 		const int64_t *ids;
@@ -491,6 +519,7 @@ put_dbscan_rows(ReturnSetInfo *rsinfo, GraphCall *gc, const int32_t *cluster, co
 		elog(ERROR, "tc_dbscan must return (bigint, integer, boolean)");
 	row = tc_row_template(desc, gc->mcxt, &slot);
 	noise_row = tc_row_template_nulls(desc, noise_nulls, gc->mcxt, &noise_slot);
+	result_store(rsinfo);
 	for (int64 i = 0; i < gc->loaded.points.n; i++)
 	{
 		if (cluster[i] < 0)

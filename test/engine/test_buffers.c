@@ -2,8 +2,9 @@
  * test_buffers.c
  *		The large buffers kept between joins (big_buffers.c): what is kept
  *		and given back against the limit, contents and zeroing on reuse,
- *		alignment and the offsets' spread, the copy of a grown buffer, and
- *		threads taking and freeing buffers at once.
+ *		alignment and the offsets' spread, the copy of a grown buffer, the
+ *		peak of bytes held at once, and threads taking and freeing buffers
+ *		at once.
  */
 #include "test_harness.h"
 
@@ -222,9 +223,45 @@ thread_cases(void)
 	case_end();
 }
 
+/* The peak of live bytes: asked sizes, kept buffers not counted, and its reset to what is live. */
+static void
+peak_cases(void)
+{
+	void	   *a,
+			   *b,
+			   *c;
+	size_t		base;
+
+	case_begin("buffers: the peak of bytes held at once, and its reset");
+	tc_keep_limit(64 * MB);
+	tc_big_peak_reset();
+	base = tc_big_peak();
+	a = tc_malloc_huge(3 * MB);
+	b = tc_calloc_huge(5 * MB + 7);
+	CHECK(tc_big_peak() == base + 8 * MB + 7, "two buffers: peak %zu, expected %zu",
+		  tc_big_peak(), base + 8 * MB + 7);
+	tc_free_huge(a);
+	c = tc_malloc_huge(1000);	/* from malloc: counted too */
+	CHECK(tc_big_peak() == base + 8 * MB + 7, "a free lowers no peak: %zu", tc_big_peak());
+	tc_big_peak_reset();
+	CHECK(tc_big_peak() == base + 5 * MB + 1007, "reset to what is held: %zu, expected %zu",
+		  tc_big_peak(), base + 5 * MB + 1007);
+	tc_free_huge(b);
+	tc_free_huge(c);
+	/* a kept buffer taken again counts as asked, not as its mapping */
+	a = tc_malloc_huge(5 * MB);
+	CHECK(tc_big_peak() == base + 5 * MB + 1007, "a kept buffer's reuse: peak %zu", tc_big_peak());
+	tc_free_huge(a);
+	tc_big_peak_reset();
+	CHECK(tc_big_peak() == base, "all freed: peak %zu, expected %zu", tc_big_peak(), base);
+	tc_keep_limit(0);
+	case_end();
+}
+
 void
 test_buffers(void)
 {
+	peak_cases();
 	limit_cases();
 	contents_cases();
 	thread_cases();
