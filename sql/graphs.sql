@@ -168,6 +168,9 @@ BEGIN
   EXECUTE 'EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) ' || q INTO plan;
   RETURN (plan->0->'Plan'->>'Temp Written Blocks')::bigint > 0;
 END $$;
+-- On the CPU: a GPU join keeps the degrees and components on the device,
+-- and holds too little on the host for their rows.
+SET tcjoin.device = cpu;
 SET work_mem = '64kB';
 SELECT spills($q$SELECT count(*) FROM tc_dbscan('big', 'v', 0.2, 3)$q$) AS dbscan_spills,
        spills($q$SELECT count(*) FROM tc_degrees('big', 'v', 0.2)$q$) AS degrees_spill,
@@ -188,6 +191,7 @@ MOVE BACKWARD ALL IN back;
 FETCH 2 FROM back;
 COMMIT;
 RESET work_mem;
+RESET tcjoin.device;
 -- superusers' settings: no other role may raise them
 CREATE ROLE tcjoin_graphs_user;
 SET ROLE tcjoin_graphs_user;
