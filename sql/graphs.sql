@@ -159,8 +159,9 @@ SELECT (SELECT count(*) FROM (SELECT * FROM tc_dbscan('big', 'v', 0.2, 3)
                               EXCEPT SELECT * FROM fresh_degrees) x) AS degrees_differ;
 -- The result of one row a point stays in memory up to what the call's
 -- engine held (the vectors, the index, the per-row state), whatever
--- work_mem says; past that (tc_neighbors' arrays outweigh its lists) and
--- for pair rows, past work_mem, the rows spill as any tuplestore's.
+-- work_mem says (tc_join's ranked rows too); past that (tc_neighbors'
+-- arrays outweigh its lists, every match's rows its list) and for pair
+-- rows, past work_mem, the rows spill as any tuplestore's.
 CREATE FUNCTION spills(q text) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
   plan json;
@@ -171,14 +172,24 @@ END $$;
 -- On the CPU: a GPU join keeps the degrees and components on the device,
 -- and holds too little on the host for their rows.
 SET tcjoin.device = cpu;
+CREATE TABLE big_moved AS SELECT id, ARRAY[v[1] + 0.05, v[2] - 0.03]::real[] AS v FROM big;
+ALTER TABLE big_moved ADD PRIMARY KEY (id);
 SET work_mem = '64kB';
 SELECT spills($q$SELECT count(*) FROM tc_dbscan('big', 'v', 0.2, 3)$q$) AS dbscan_spills,
        spills($q$SELECT count(*) FROM tc_degrees('big', 'v', 0.2)$q$) AS degrees_spill,
        spills($q$SELECT count(*) FROM tc_components('big', 'v', 0.2)$q$) AS components_spill,
        spills($q$SELECT count(*) FROM tc_neighbors('big', 'v', 0.2, k => 2)$q$) AS neighbors_spill,
+       spills($q$SELECT count(*) FROM tc_join('big', 'v', 'big_moved', 'v', 0.2, k => 1)$q$) AS nearest_spills,
+       spills($q$SELECT count(*) FROM tc_join('big', 'v', 'big_moved', 'v', 0.2, k => NULL)$q$) AS ranked_spill,
        spills($q$SELECT count(*) FROM tc_selfjoin('big', 'v', 0.2)$q$) AS pairs_spill,
        spills($q$SELECT count(*) FROM generate_series(1, 200000)$q$) AS series_spills;
--- and the same rows as a spilled tuplestore's (the fresh ones, at 4MB)
+-- and the same rows as a spilled tuplestore's (the fresh ones, at 4MB, and
+-- tc_join's nearest against its ranked rows, spilled)
+SELECT (SELECT count(*)
+          FROM (SELECT * FROM tc_join('big', 'v', 'big_moved', 'v', 0.2, k => 1)
+                EXCEPT SELECT * FROM tc_join('big', 'v', 'big_moved', 'v', 0.2, k => NULL) WHERE rank = 1) x) AS nearest_differ,
+       (SELECT count(*) FROM tc_join('big', 'v', 'big_moved', 'v', 0.2, k => 1)) =
+       (SELECT count(*) FROM tc_join('big', 'v', 'big_moved', 'v', 0.2, k => NULL) WHERE rank = 1) AS nearest_same_count;
 SELECT (SELECT count(*) FROM (SELECT * FROM tc_dbscan('big', 'v', 0.2, 3)
                               EXCEPT SELECT * FROM fresh_dbscan) x) AS dbscan_differ,
        (SELECT count(*) FROM (SELECT * FROM tc_degrees('big', 'v', 0.2)

@@ -226,6 +226,8 @@ tc_selfjoin(PG_FUNCTION_ARGS)
 
 	mcxt = tc_join_context();
 	t0 = tc_now();
+	/* ranked rows are sized by what the join held (tc_nearest_rows) */
+	tc_big_peak_reset();
 	tc_trace_sql("load");
 	tc_prewarm_for(PG_GETARG_OID(0), &params);
 	tc_load(PG_GETARG_OID(0), NameStr(*PG_GETARG_NAME(1)),
@@ -306,6 +308,8 @@ cross_join(FunctionCallInfo fcinfo, bool ranked)
 
 	mcxt = tc_join_context();
 	t0 = tc_now();
+	/* ranked rows are sized by what the join held (tc_nearest_rows) */
+	tc_big_peak_reset();
 	tc_trace_sql("load");
 	/* a GPU join's context made while the sets load, as tc_selfjoin's */
 	tc_prewarm_for(PG_GETARG_OID(0), &params);
@@ -329,7 +333,7 @@ cross_join(FunctionCallInfo fcinfo, bool ranked)
 		if (a.points.type != b.points.type)
 			widen(a.points.type == TC_FLOAT4 ? &a : &b, mcxt);
 		if (ranked)
-			tc_nearest_rows(&a, &b, &params, k, rsinfo->setResult, rsinfo->setDesc, mcxt, &rs);
+			tc_nearest_rows(&a, &b, &params, k, rsinfo, mcxt, &rs);
 		else
 			tc_run_join(&a, &b, &params, rsinfo->setResult, rsinfo->setDesc, mcxt, &rs);
 		tc_record_stats(a.points.n + b.points.n, a.points.d, eps, &rs, t1 - t0, tc_now() - t0);

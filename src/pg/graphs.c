@@ -598,8 +598,9 @@ tc_dbscan(PG_FUNCTION_ARGS)
  */
 void
 tc_nearest_rows(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params, int k,
-				Tuplestorestate *store, TupleDesc desc, MemoryContext mcxt, TcRunStats *rs)
+				ReturnSetInfo *rsinfo, MemoryContext mcxt, TcRunStats *rs)
 {
+	TupleDesc	desc = rsinfo->setDesc;
 	TcError		err;
 	TcGraph    *graph = tc_graph_create_nearest(a->points.n, b->ids, b->points.n, k,
 												  params->threads, &err);
@@ -639,6 +640,7 @@ tc_nearest_rows(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params
 		TupleDescAttr(desc, 3)->atttypid != INT4OID)
 		elog(ERROR, "tc_join with k must return (bigint, bigint, double precision, integer)");
 	row = tc_row_template(desc, mcxt, &slot);
+	result_store(rsinfo);
 	for (int64 i = 0; i < a->points.n; i++)
 	{
 		const int64_t *ids;
@@ -658,7 +660,7 @@ tc_nearest_rows(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params
 			memcpy(row + 8, &ids[t], sizeof(int64));
 			memcpy(row + 16, &dist[t], sizeof(double));
 			memcpy(row + 24, &rank, sizeof(int32));
-			tuplestore_puttupleslot(store, slot);
+			tuplestore_puttupleslot(rsinfo->setResult, slot);
 		}
 		if ((i & 0xfff) == 0)
 			CHECK_FOR_INTERRUPTS();

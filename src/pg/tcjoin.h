@@ -7,6 +7,7 @@
 #define TCJOIN_TCJOIN_H
 
 #include "fmgr.h"
+#include "funcapi.h"
 
 #include "engine.h"
 #include "output.h"
@@ -62,12 +63,12 @@ extern MemoryContext tc_join_context(void);
 
 /*
  * tc_join with k: each row of a's nearest rows of b within eps (the k
- * nearest; k 0: all) into the tuplestore as (id_a, id_b, dist, rank),
- * nearest first, ties by the smaller id_b (graphs.c).
+ * nearest; k 0: all) into rsinfo's tuplestore as (id_a, id_b, dist,
+ * rank), nearest first, ties by the smaller id_b; the tuplestore sized
+ * again first as the graph functions' (graphs.c).
  */
 extern void tc_nearest_rows(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params,
-							int k, Tuplestorestate *store, TupleDesc desc, MemoryContext mcxt,
-							TcRunStats *rs);
+							int k, ReturnSetInfo *rsinfo, MemoryContext mcxt, TcRunStats *rs);
 
 /* The same for this backend as a whole (tcjoin.gpu_prewarm); not in the postmaster. */
 extern void tc_prewarm_backend(void);
