@@ -183,6 +183,17 @@ SELECT spills($q$SELECT count(*) FROM tc_dbscan('big', 'v', 0.2, 3)$q$) AS dbsca
        spills($q$SELECT count(*) FROM tc_join('big', 'v', 'big_moved', 'v', 0.2, k => NULL)$q$) AS ranked_spill,
        spills($q$SELECT count(*) FROM tc_selfjoin('big', 'v', 0.2)$q$) AS pairs_spill,
        spills($q$SELECT count(*) FROM generate_series(1, 200000)$q$) AS series_spills;
+-- every match ranked where the rows would fit what the join held (2,000
+-- 64-D vectors, one match each): still work_mem, since such lists grow
+-- with the pairs and their own limit must hold; k => 1 in memory
+CREATE TABLE hd AS SELECT i::bigint AS id, ARRAY(SELECT random()::real + 0 * i FROM generate_series(1, 64)) AS v
+  FROM generate_series(1, 2000) i;
+ALTER TABLE hd ADD PRIMARY KEY (id);
+CREATE TABLE hd_moved AS SELECT id, ARRAY(SELECT v[j] + 0.001 FROM generate_series(1, 64) j ORDER BY j)::real[] AS v FROM hd;
+ALTER TABLE hd_moved ADD PRIMARY KEY (id);
+SELECT spills($q$SELECT count(*) FROM tc_join('hd', 'v', 'hd_moved', 'v', 0.05, k => NULL)$q$) AS ranked_hd_spill,
+       spills($q$SELECT count(*) FROM tc_join('hd', 'v', 'hd_moved', 'v', 0.05, k => 1)$q$) AS nearest_hd_spills,
+       (SELECT count(*) FROM tc_join('hd', 'v', 'hd_moved', 'v', 0.05, k => NULL)) AS ranked_rows;
 -- and the same rows as a spilled tuplestore's (the fresh ones, at 4MB, and
 -- tc_join's nearest against its ranked rows, spilled)
 SELECT (SELECT count(*)

@@ -588,6 +588,12 @@ extern bool tc_graph_failed(const TcGraph *g);
  */
 extern void tc_graph_limit_lists(TcGraph *g, size_t bytes);
 extern bool tc_graph_over_limit(const TcGraph *g);
+/*
+ * Whether g keeps lists that grow (TC_GRAPH_NEIGHBORS or
+ * TC_GRAPH_NEAREST without k, or k past 16): its memory then follows the
+ * pairs, not the rows.
+ */
+extern bool tc_graph_lists_grow(const TcGraph *g);
 
 /* Point i's degree (TC_GRAPH_DEGREES, TC_GRAPH_DBSCAN). */
 extern int64_t tc_graph_degree(const TcGraph *g, int64_t i);

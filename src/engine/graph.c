@@ -263,6 +263,12 @@ tc_graph_over_limit(const TcGraph *g)
 	return (g->kind == TC_GRAPH_NEIGHBORS || g->kind == TC_GRAPH_NEAREST) && nb_lists_over(&g->nb);
 }
 
+bool
+tc_graph_lists_grow(const TcGraph *g)
+{
+	return (g->kind == TC_GRAPH_NEIGHBORS || g->kind == TC_GRAPH_NEAREST) && nb_lists_grow(&g->nb);
+}
+
 int64_t
 tc_graph_degree(const TcGraph *g, int64_t i)
 {

@@ -171,6 +171,12 @@ nb_lists_over(const NbLists *nl)
 	return atomic_load(&nl->over);
 }
 
+bool
+nb_lists_grow(const NbLists *nl)
+{
+	return !(nl->k > 0 && nl->k <= NB_BLOCK_K);
+}
+
 /* (dist, id) order: nearer first, ties by the smaller id. */
 static inline bool
 nb_before(const NbLists *nl, const NbEntry *x, const NbEntry *y)

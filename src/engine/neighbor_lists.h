@@ -62,6 +62,8 @@ extern void nb_lists_free(NbLists *nl);
  */
 extern void nb_lists_limit(NbLists *nl, size_t bytes);
 extern bool nb_lists_over(const NbLists *nl);
+/* Whether they are lists that grow (k 0, or past NB_BLOCK_K). */
+extern bool nb_lists_grow(const NbLists *nl);
 
 /*
  * Point i's neighbour other (an index into ids) at dist.  nb_add where one

@@ -227,15 +227,17 @@ graph_join(GraphCall *gc)
  * call (the vectors read, the index, the per-row state).  A result of one
  * row a point fits in what the call took already, and spilling it to a
  * temporary file and reading it back cost about as much as the whole
- * DBSCAN; past that bound the rows spill as any tuplestore's.
+ * DBSCAN; past that bound the rows spill as any tuplestore's.  Not where
+ * graph's lists grow with the pairs: their bound is
+ * tcjoin.lists_memory_limit's, which the rows must not double.
  */
 static void
-result_store(ReturnSetInfo *rsinfo)
+result_store(ReturnSetInfo *rsinfo, const TcGraph *graph)
 {
 	size_t		held_kb = tc_big_peak() / 1024;
 	MemoryContext old;
 
-	if (held_kb <= (size_t) work_mem)
+	if (held_kb <= (size_t) work_mem || tc_graph_lists_grow(graph))
 		return;
 	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
 	tuplestore_end(rsinfo->setResult);
@@ -287,7 +289,7 @@ put_pairs_of_int8(ReturnSetInfo *rsinfo, GraphCall *gc, int64 (*value) (void *ar
 		TupleDescAttr(desc, 1)->atttypid != INT8OID)
 		elog(ERROR, "the function must return (bigint, bigint)");
 	row = tc_row_template(desc, gc->mcxt, &slot);
-	result_store(rsinfo);
+	result_store(rsinfo, gc->graph);
 	for (int64 i = 0; i < gc->loaded.points.n; i++)
 	{
 		int64		v = value(arg, i);
@@ -421,7 +423,7 @@ tc_neighbors(PG_FUNCTION_ARGS)
 	/* the k nearest kept on the GPU, into the lists */
 	tc_graph_after_join(gc.graph);
 	graph_check(&gc, "for the neighbour lists", NULL);
-	result_store(rsinfo);
+	result_store(rsinfo, gc.graph);
 	for (int64 i = 0; i < gc.loaded.points.n; i++)
 	{
 		const int64_t *ids;
@@ -519,7 +521,7 @@ put_dbscan_rows(ReturnSetInfo *rsinfo, GraphCall *gc, const int32_t *cluster, co
 		elog(ERROR, "tc_dbscan must return (bigint, integer, boolean)");
 	row = tc_row_template(desc, gc->mcxt, &slot);
 	noise_row = tc_row_template_nulls(desc, noise_nulls, gc->mcxt, &noise_slot);
-	result_store(rsinfo);
+	result_store(rsinfo, gc->graph);
 	for (int64 i = 0; i < gc->loaded.points.n; i++)
 	{
 		if (cluster[i] < 0)
@@ -640,7 +642,7 @@ tc_nearest_rows(const TcLoaded *a, const TcLoaded *b, const TcJoinParams *params
 		TupleDescAttr(desc, 3)->atttypid != INT4OID)
 		elog(ERROR, "tc_join with k must return (bigint, bigint, double precision, integer)");
 	row = tc_row_template(desc, mcxt, &slot);
-	result_store(rsinfo);
+	result_store(rsinfo, graph);
 	for (int64 i = 0; i < a->points.n; i++)
 	{
 		const int64_t *ids;
