@@ -226,8 +226,6 @@ tc_selfjoin(PG_FUNCTION_ARGS)
 
 	mcxt = tc_join_context();
 	t0 = tc_now();
-	/* ranked rows are sized by what the join held (tc_nearest_rows) */
-	tc_big_peak_reset();
 	tc_trace_sql("load");
 	tc_prewarm_for(PG_GETARG_OID(0), &params);
 	tc_load(PG_GETARG_OID(0), NameStr(*PG_GETARG_NAME(1)),
