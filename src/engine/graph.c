@@ -250,23 +250,30 @@ tc_graph_failed(const TcGraph *g)
 	return g->failed;
 }
 
+/* Whether g's kind keeps neighbour lists (g->nb); the others' is all zero. */
+static inline bool
+keeps_lists(const TcGraph *g)
+{
+	return g->kind == TC_GRAPH_NEIGHBORS || g->kind == TC_GRAPH_NEAREST;
+}
+
 void
 tc_graph_limit_lists(TcGraph *g, size_t bytes)
 {
-	if (g->kind == TC_GRAPH_NEIGHBORS || g->kind == TC_GRAPH_NEAREST)
+	if (keeps_lists(g))
 		nb_lists_limit(&g->nb, bytes);
 }
 
 bool
 tc_graph_over_limit(const TcGraph *g)
 {
-	return (g->kind == TC_GRAPH_NEIGHBORS || g->kind == TC_GRAPH_NEAREST) && nb_lists_over(&g->nb);
+	return keeps_lists(g) && nb_lists_over(&g->nb);
 }
 
 bool
 tc_graph_lists_grow(const TcGraph *g)
 {
-	return (g->kind == TC_GRAPH_NEIGHBORS || g->kind == TC_GRAPH_NEAREST) && nb_lists_grow(&g->nb);
+	return keeps_lists(g) && nb_lists_grow(&g->nb);
 }
 
 int64_t
